@@ -1,0 +1,97 @@
+//! The retry budget's numbers and formulas, written once.
+//!
+//! The checker uses them for `subscriber.retry_unreachable`, `jadpoc plan` for its
+//! table, and the runtime's core for the waits it draws. Times are milliseconds.
+
+/// Attempts a subscriber gets when its `retry:` does not say.
+pub const DEFAULT_ATTEMPTS: u32 = 10;
+/// The window a subscriber's attempts must start in when its `retry:` does not say.
+pub const DEFAULT_WITHIN_MS: u64 = 24 * HOUR_MS;
+/// The fewest and most attempts `retry: { attempts: N }` accepts.
+pub const ATTEMPTS_RANGE: (u32, u32) = (1, 100);
+/// The longest `within:` accepted.
+pub const MAX_WITHIN_MS: u64 = 30 * DAY_MS;
+
+/// The ceiling of the wait after the first failed attempt; it doubles after each.
+pub const BACKOFF_BASE_MS: u64 = 30 * SECOND_MS;
+/// The largest ceiling of a wait between attempts.
+pub const BACKOFF_CAP_MS: u64 = 6 * HOUR_MS;
+/// No wait between attempts is shorter than this.
+pub const MIN_WAIT_MS: u64 = SECOND_MS;
+
+/// A subscriber's run time limit when it sets no `timeout:`, and its range.
+pub const DEFAULT_RUN_TIMEOUT_MS: u64 = 30 * SECOND_MS;
+pub const RUN_TIMEOUT_RANGE_MS: (u64, u64) = (SECOND_MS, 15 * MINUTE_MS);
+/// A connection's per-call limit when it sets no `timeout:`, and its range.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 10 * SECOND_MS;
+pub const CALL_TIMEOUT_RANGE_MS: (u64, u64) = (1, 5 * MINUTE_MS);
+/// A connection's own sends of one call (`retry: { attempts: N }`): default and range.
+pub const DEFAULT_CONNECTION_ATTEMPTS: u32 = 1;
+pub const CONNECTION_ATTEMPTS_RANGE: (u32, u32) = (1, 10);
+/// Calls in flight at once through one connection: default and range.
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 4;
+pub const MAX_IN_FLIGHT_RANGE: (u32, u32) = (1, 256);
+/// The range of a schedule's `every:`.
+pub const EVERY_RANGE_MS: (u64, u64) = (SECOND_MS, 30 * DAY_MS);
+
+pub const SECOND_MS: u64 = 1_000;
+pub const MINUTE_MS: u64 = 60 * SECOND_MS;
+pub const HOUR_MS: u64 = 60 * MINUTE_MS;
+pub const DAY_MS: u64 = 24 * HOUR_MS;
+
+/// The ceiling c(n) of the wait after failed attempt `n` (1-based):
+/// min(30s * 2^(n-1), 6h).
+pub fn wait_ceiling_ms(n: u32) -> u64 {
+    let doublings = n.saturating_sub(1);
+    // 30s * 2^10 is already past 6h, so larger shifts never matter.
+    if doublings >= 20 {
+        return BACKOFF_CAP_MS;
+    }
+    (BACKOFF_BASE_MS << doublings).min(BACKOFF_CAP_MS)
+}
+
+/// The average start of attempt `k` counted from the event: S(k), the sum of
+/// c(n)/2 for n = 1..k-1.
+pub fn average_start_ms(k: u32) -> u64 {
+    (1..k).map(|n| wait_ceiling_ms(n) / 2).sum()
+}
+
+/// How many attempts fit `within_ms` on average: the largest k (at most
+/// `attempts`) with S(k) <= within. Attempt 1 always fits.
+pub fn attempts_that_fit(attempts: u32, within_ms: u64) -> u32 {
+    let mut fit = 1;
+    while fit < attempts && average_start_ms(fit + 1) <= within_ms {
+        fit += 1;
+    }
+    fit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceilings_double_from_30s_to_6h() {
+        assert_eq!(wait_ceiling_ms(1), 30_000);
+        assert_eq!(wait_ceiling_ms(2), 60_000);
+        assert_eq!(wait_ceiling_ms(9), 7_680_000);
+        assert_eq!(wait_ceiling_ms(10), 15_360_000);
+        assert_eq!(wait_ceiling_ms(11), BACKOFF_CAP_MS);
+        assert_eq!(wait_ceiling_ms(100), BACKOFF_CAP_MS);
+    }
+
+    #[test]
+    fn average_starts_match_the_language_reference() {
+        assert_eq!(average_start_ms(1), 0);
+        assert_eq!(average_start_ms(8), 1_905_000);
+        assert_eq!(average_start_ms(9), 3_825_000);
+        assert_eq!(average_start_ms(10), 7_665_000);
+    }
+
+    #[test]
+    fn twenty_attempts_in_an_hour_fit_eight() {
+        assert_eq!(attempts_that_fit(20, HOUR_MS), 8);
+        assert_eq!(attempts_that_fit(DEFAULT_ATTEMPTS, DEFAULT_WITHIN_MS), 10);
+        assert_eq!(attempts_that_fit(1, 1), 1);
+    }
+}

@@ -1,0 +1,15 @@
+//! The jadpo checker: names, types and budgets across all files of one program,
+//! the registry of diagnostic codes, and the checked [`Program`].
+
+pub mod budget;
+mod check;
+pub mod diagnostic;
+pub mod program;
+pub mod registry;
+pub mod suggest;
+mod tests;
+
+pub use check::{Checked, Lower, check, format_duration};
+pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
+pub use program::Program;
+pub use registry::{Code, Severity};

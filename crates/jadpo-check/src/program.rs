@@ -1,0 +1,348 @@
+//! The checked program: what the checker hands to the runtime and the CLI.
+//!
+//! Only a program without errors becomes a `Program`. Names are resolved to
+//! indices, defaults are filled in, durations are milliseconds, and nothing here
+//! refers back to the syntax tree.
+
+use serde::Serialize;
+
+/// A whole checked program (every file given to one command).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Program {
+    pub events: Vec<Event>,
+    pub connections: Vec<Connection>,
+    pub actions: Vec<Action>,
+    pub subscribers: Vec<Subscriber>,
+    pub schedules: Vec<Schedule>,
+    pub tests: Vec<Test>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub name: String,
+    pub fields: Vec<Field>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// A field's or a parameter's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Type {
+    pub base: BaseType,
+    /// `T?`: may be absent or null.
+    pub optional: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseType {
+    String,
+    Int,
+    Float,
+    Bool,
+    /// An RFC 3339 timestamp in JSON.
+    Time,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Connection {
+    pub name: String,
+    pub url: String,
+    /// One call's limit.
+    pub timeout_ms: u64,
+    /// The connection's own sends of one call within one attempt (1 = no re-send).
+    pub attempts: u32,
+    pub headers: Vec<(String, HeaderValue)>,
+    pub max_in_flight: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderValue {
+    Literal(String),
+    /// `env("NAME")`: read when `jadpoc run` starts.
+    Env(String),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Action {
+    pub name: String,
+    pub params: Vec<Field>,
+    /// Index into `Program::connections`.
+    pub connection: usize,
+    /// The path appended to the connection's url; `/` + the action's name by default.
+    pub path: String,
+    pub idempotent: bool,
+}
+
+/// A subscriber's delivery budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    pub attempts: u32,
+    pub within_ms: u64,
+    pub default_attempts: bool,
+    pub default_within: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            attempts: crate::budget::DEFAULT_ATTEMPTS,
+            within_ms: crate::budget::DEFAULT_WITHIN_MS,
+            default_attempts: true,
+            default_within: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Subscriber {
+    pub name: String,
+    /// Index into `Program::events`.
+    pub event: usize,
+    pub call: Call,
+    pub budget: Budget,
+    /// The run's time limit.
+    pub timeout_ms: u64,
+}
+
+/// An action call with its arguments, in parameter order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Call {
+    /// Index into `Program::actions`.
+    pub action: usize,
+    pub args: Vec<Arg>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arg {
+    /// `event.FIELD`: the field's name in the subscriber's event.
+    Field(String),
+    Literal(Literal),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Literal {
+    String(String),
+    Int(i64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Schedule {
+    pub name: String,
+    pub every_ms: u64,
+    pub call: Call,
+    /// A schedule's run has the default run time limit.
+    pub timeout_ms: u64,
+}
+
+/// A `test "name" { ... }` block, its steps checked and resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Test {
+    pub name: String,
+    /// The file the test is in, as given to the command.
+    pub file: String,
+    /// 1-based line of the `test` keyword.
+    pub line: u32,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub enum Step {
+    /// Replace a connection's driver with a script of answers.
+    Fake { connection: usize, answers: Vec<FakeAnswer> },
+    /// Emit an event now, with its payload as JSON-ready values.
+    Emit { event: usize, fields: Vec<(String, Literal)> },
+    /// Advance virtual time.
+    Wait { ms: u64 },
+    /// Operator retry of the subscriber's latest delivery.
+    Retry { subscriber: usize },
+    Expect { subscriber: usize, expect: DeliveryExpect },
+    ExpectBreaker { connection: usize, expect: BreakerExpect },
+}
+
+/// One scripted answer of a fake driver, repeated `times` (the last one repeats forever).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FakeAnswer {
+    pub answer: Answer,
+    pub times: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Answer {
+    Ok,
+    /// A failure of this kind, with a Retry-After in milliseconds where one is given.
+    Fail { kind: FailureKind, retry_after_ms: Option<u64> },
+    /// Never answers: the run's time limit ends it.
+    Hang,
+}
+
+/// The failure kinds an attempt can end with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    Unavailable,
+    RateLimited,
+    NotFound,
+    Conflict,
+    Rejected,
+    DeadlineExceeded,
+    OutcomeUnknown,
+    InternalFault,
+    LeaseExpired,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 9] = [
+        FailureKind::Unavailable,
+        FailureKind::RateLimited,
+        FailureKind::NotFound,
+        FailureKind::Conflict,
+        FailureKind::Rejected,
+        FailureKind::DeadlineExceeded,
+        FailureKind::OutcomeUnknown,
+        FailureKind::InternalFault,
+        FailureKind::LeaseExpired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Unavailable => "unavailable",
+            FailureKind::RateLimited => "rate_limited",
+            FailureKind::NotFound => "not_found",
+            FailureKind::Conflict => "conflict",
+            FailureKind::Rejected => "rejected",
+            FailureKind::DeadlineExceeded => "deadline_exceeded",
+            FailureKind::OutcomeUnknown => "outcome_unknown",
+            FailureKind::InternalFault => "internal_fault",
+            FailureKind::LeaseExpired => "lease_expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FailureKind> {
+        FailureKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether a failure of this kind is tried again while the budget lasts.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            FailureKind::Unavailable
+                | FailureKind::RateLimited
+                | FailureKind::DeadlineExceeded
+                | FailureKind::LeaseExpired
+        )
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `expect SUBSCRIBER { ... }`: keys left out are not checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeliveryExpect {
+    pub state: Option<DeliveryState>,
+    pub attempts: Option<u32>,
+    pub last_failure: Option<FailureKind>,
+    pub held: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    Pending,
+    Running,
+    Held,
+    Succeeded,
+    Failed,
+    Parked,
+}
+
+impl DeliveryState {
+    pub const ALL: [DeliveryState; 6] = [
+        DeliveryState::Pending,
+        DeliveryState::Running,
+        DeliveryState::Held,
+        DeliveryState::Succeeded,
+        DeliveryState::Failed,
+        DeliveryState::Parked,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Running => "running",
+            DeliveryState::Held => "held",
+            DeliveryState::Succeeded => "succeeded",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Parked => "parked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DeliveryState> {
+        DeliveryState::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for DeliveryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `expect breaker CONNECTION { ... }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BreakerExpect {
+    pub state: Option<BreakerState>,
+    pub alerts: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BreakerState {
+    Closed,
+    Open,
+    Probing,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::Probing => "probing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<BreakerState> {
+        [BreakerState::Closed, BreakerState::Open, BreakerState::Probing]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+impl Program {
+    pub fn event(&self, name: &str) -> Option<usize> {
+        self.events.iter().position(|e| e.name == name)
+    }
+    pub fn connection(&self, name: &str) -> Option<usize> {
+        self.connections.iter().position(|c| c.name == name)
+    }
+    pub fn subscriber(&self, name: &str) -> Option<usize> {
+        self.subscribers.iter().position(|s| s.name == name)
+    }
+    /// The connection a subscriber's action calls through.
+    pub fn subscriber_connection(&self, subscriber: usize) -> usize {
+        self.actions[self.subscribers[subscriber].call.action].connection
+    }
+}

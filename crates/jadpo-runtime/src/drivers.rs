@@ -1,0 +1,285 @@
+//! Drivers perform an action's call: the fake driver (scripted answers) now, the
+//! HTTP driver later, both behind [`Driver`].
+
+use crate::clock::BoxFuture;
+use crate::core::{CallFailure, Outcome};
+use jadpo_check::program::{Answer, FailureKind, FakeAnswer};
+use std::sync::Mutex;
+
+/// One call of an action, as a driver receives it.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The action's name.
+    pub action: String,
+    /// Its arguments, by parameter name.
+    pub args: serde_json::Value,
+    /// The event's id (none for a schedule's run).
+    pub event_id: Option<i64>,
+    /// The event's name, or the schedule's name for a schedule's run.
+    pub event: String,
+    /// The delivery's id (none for a schedule's run); the `Idempotency-Key`.
+    pub delivery: Option<i64>,
+    /// The attempt's number.
+    pub attempt: u32,
+}
+
+/// Performs calls through one connection.
+pub trait Driver: Send + Sync {
+    /// Make the call and say how it ended. The run's time limit is the caller's:
+    /// a call that never ends is cut off outside the driver.
+    fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome>;
+}
+
+/// A bad `--fake` answer script.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid fake answers `{script}`: {problem}")]
+pub struct FakeScriptError {
+    /// The script as given.
+    pub script: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// The answers a fake accepts, for messages.
+const ANSWER_WORDS: &str = "`ok`, `hang`, `unavailable`, `rate_limited`, `not_found`, \
+    `conflict`, `rejected`, `deadline_exceeded`, `outcome_unknown`, `internal_fault`";
+
+/// Parse testing.md's answers written as one word: `unavailable*5,ok`,
+/// `rate_limited(2m),ok`, `hang`. Spaces are allowed around the parts.
+pub fn parse_answers(script: &str) -> Result<Vec<FakeAnswer>, FakeScriptError> {
+    let err = |problem: String| FakeScriptError {
+        script: script.to_string(),
+        problem,
+    };
+    let mut answers = Vec::new();
+    for part in script.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(err("an answer is empty".into()));
+        }
+        let (word, times) = match part.split_once('*') {
+            Some((w, n)) => {
+                let n = n.trim();
+                let times: u32 = n
+                    .parse()
+                    .ok()
+                    .filter(|t| *t >= 1)
+                    .ok_or_else(|| err(format!("`{n}` is not a repeat count of 1 or more")))?;
+                (w.trim(), times)
+            }
+            None => (part, 1),
+        };
+        let (name, retry_after_ms) = match word.split_once('(') {
+            Some((name, rest)) => {
+                let inner = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| err(format!("`{word}` misses its closing `)`")))?;
+                let ms = parse_duration_ms(inner.trim()).ok_or_else(|| {
+                    err(format!(
+                        "`{}` is not a duration such as `30s`, `2m` or `1h`",
+                        inner.trim()
+                    ))
+                })?;
+                (name.trim(), Some(ms))
+            }
+            None => (word, None),
+        };
+        let answer = match name {
+            "ok" => Answer::Ok,
+            "hang" => Answer::Hang,
+            other => match FailureKind::parse(other) {
+                Some(FailureKind::LeaseExpired) | None => {
+                    return Err(err(format!(
+                        "`{other}` is not an answer; expected one of {ANSWER_WORDS}"
+                    )));
+                }
+                Some(kind) => Answer::Fail {
+                    kind,
+                    retry_after_ms,
+                },
+            },
+        };
+        if retry_after_ms.is_some() {
+            let retryable = matches!(
+                answer,
+                Answer::Fail {
+                    kind: FailureKind::Unavailable | FailureKind::RateLimited,
+                    ..
+                }
+            );
+            if !retryable {
+                return Err(err(format!(
+                    "`{name}` cannot take a Retry-After; only `unavailable` and `rate_limited` can"
+                )));
+            }
+        }
+        answers.push(FakeAnswer { answer, times });
+    }
+    Ok(answers)
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, `1d` in milliseconds.
+pub fn parse_duration_ms(s: &str) -> Option<u64> {
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+/// The scripted driver: each call through the connection takes the next answer; the
+/// last answer repeats forever.
+#[derive(Debug)]
+pub struct FakeDriver {
+    answers: Vec<FakeAnswer>,
+    /// `(index into answers, times used of it)`; shared by every call in call order.
+    cursor: Mutex<(usize, u32)>,
+}
+
+impl FakeDriver {
+    /// A fake with these answers (an empty script answers `unavailable`, as a
+    /// connection with no fake does in a test).
+    pub fn new(answers: Vec<FakeAnswer>) -> FakeDriver {
+        FakeDriver {
+            answers,
+            cursor: Mutex::new((0, 0)),
+        }
+    }
+
+    /// Take the next answer.
+    pub fn next_answer(&self) -> Answer {
+        let mut cur = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(last) = self.answers.len().checked_sub(1) else {
+            return Answer::Fail {
+                kind: FailureKind::Unavailable,
+                retry_after_ms: None,
+            };
+        };
+        let (i, used) = *cur;
+        let a = self.answers[i.min(last)];
+        if i < last {
+            if used + 1 >= a.times {
+                *cur = (i + 1, 0);
+            } else {
+                *cur = (i, used + 1);
+            }
+        }
+        a.answer
+    }
+}
+
+/// The outcome a fake answer stands for (`None` for `hang`, which never answers).
+pub fn outcome_of(answer: Answer) -> Option<Outcome> {
+    match answer {
+        Answer::Ok => Some(Outcome::ok()),
+        Answer::Hang => None,
+        Answer::Fail {
+            kind,
+            retry_after_ms,
+        } => Some(Outcome::Failed(CallFailure {
+            kind,
+            code: format!("fake.{kind}"),
+            http_status: None,
+            retry_after_ms,
+        })),
+    }
+}
+
+impl Driver for FakeDriver {
+    fn call(&self, _request: CallRequest) -> BoxFuture<'_, Outcome> {
+        let answer = self.next_answer();
+        Box::pin(async move {
+            match outcome_of(answer) {
+                Some(o) => o,
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fail(kind: FailureKind) -> Answer {
+        Answer::Fail {
+            kind,
+            retry_after_ms: None,
+        }
+    }
+
+    #[test]
+    fn parses_the_one_word_syntax() {
+        let a = parse_answers("unavailable*5,ok").unwrap();
+        assert_eq!(
+            a,
+            vec![
+                FakeAnswer {
+                    answer: fail(FailureKind::Unavailable),
+                    times: 5
+                },
+                FakeAnswer {
+                    answer: Answer::Ok,
+                    times: 1
+                }
+            ]
+        );
+        let a = parse_answers(" rate_limited(2m) , ok ").unwrap();
+        assert_eq!(
+            a[0].answer,
+            Answer::Fail {
+                kind: FailureKind::RateLimited,
+                retry_after_ms: Some(120_000)
+            }
+        );
+        assert_eq!(parse_answers("hang").unwrap()[0].answer, Answer::Hang);
+        assert_eq!(
+            parse_answers("outcome_unknown").unwrap()[0].answer,
+            fail(FailureKind::OutcomeUnknown)
+        );
+    }
+
+    #[test]
+    fn refuses_bad_scripts_with_clear_messages() {
+        for (bad, needle) in [
+            ("", "empty"),
+            ("ok,,ok", "empty"),
+            ("nope", "`nope` is not an answer"),
+            ("ok*0", "repeat count"),
+            ("ok*x", "repeat count"),
+            ("rate_limited(2x)", "not a duration"),
+            ("rate_limited(2m", "closing"),
+            ("rejected(1s)", "cannot take a Retry-After"),
+            ("lease_expired", "not an answer"),
+        ] {
+            let e = parse_answers(bad).unwrap_err();
+            assert!(e.to_string().contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn answers_are_taken_in_order_and_the_last_repeats() {
+        let f = FakeDriver::new(parse_answers("unavailable*2,rejected,ok").unwrap());
+        let got: Vec<Answer> = (0..6).map(|_| f.next_answer()).collect();
+        assert_eq!(
+            got,
+            vec![
+                fail(FailureKind::Unavailable),
+                fail(FailureKind::Unavailable),
+                fail(FailureKind::Rejected),
+                Answer::Ok,
+                Answer::Ok,
+                Answer::Ok
+            ]
+        );
+        let f = FakeDriver::new(parse_answers("unavailable*3").unwrap());
+        assert!((0..10).all(|_| f.next_answer() == fail(FailureKind::Unavailable)));
+    }
+}

@@ -1,0 +1,256 @@
+//! An event's JSON payload checked against its declaration, and the arguments of a
+//! call built from it. Used by `jadpoc emit`, `--ndjson` and `--listen` alike.
+
+use crate::store::{NewDelivery, NewEvent};
+use jadpo_check::program::{Arg, BaseType, Call, Event, Literal, Program};
+use serde_json::{Map, Value};
+
+/// Why a payload was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    /// No event of that name is declared.
+    #[error("no event `{0}` is declared")]
+    UnknownEvent(String),
+    /// The body is not JSON.
+    #[error("the payload is not JSON: {0}")]
+    NotJson(String),
+    /// The payload is not a JSON object.
+    #[error("the payload must be a JSON object")]
+    NotAnObject,
+    /// A field the event does not declare.
+    #[error("`{event}` has no field `{field}`")]
+    UnknownField {
+        /// The event.
+        event: String,
+        /// The field.
+        field: String,
+    },
+    /// A required field is absent or null.
+    #[error("field `{field}` of `{event}` is required")]
+    MissingField {
+        /// The event.
+        event: String,
+        /// The field.
+        field: String,
+    },
+    /// A field of the wrong type.
+    #[error("field `{field}` must be {expected}")]
+    WrongType {
+        /// The field.
+        field: String,
+        /// What it must be, in words.
+        expected: &'static str,
+    },
+}
+
+impl PayloadError {
+    /// The field the error is about, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            PayloadError::UnknownField { field, .. }
+            | PayloadError::MissingField { field, .. }
+            | PayloadError::WrongType { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// A short machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PayloadError::UnknownEvent(_) => "unknown_event",
+            PayloadError::NotJson(_) => "not_json",
+            PayloadError::NotAnObject => "not_an_object",
+            PayloadError::UnknownField { .. } => "unknown_field",
+            PayloadError::MissingField { .. } => "missing_field",
+            PayloadError::WrongType { .. } => "wrong_type",
+        }
+    }
+
+    /// The JSON error body `--listen` answers with.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"error": {
+            "code": self.code(),
+            "field": self.field(),
+            "message": self.to_string(),
+        }})
+    }
+}
+
+fn type_words(base: BaseType) -> &'static str {
+    match base {
+        BaseType::String => "a string",
+        BaseType::Int => "an integer",
+        BaseType::Float => "a number",
+        BaseType::Bool => "true or false",
+        BaseType::Time => "an RFC 3339 timestamp string",
+    }
+}
+
+/// Check a payload against its event's declaration.
+pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
+    let Value::Object(obj) = payload else {
+        return Err(PayloadError::NotAnObject);
+    };
+    for key in obj.keys() {
+        if !event.fields.iter().any(|f| f.name == *key) {
+            return Err(PayloadError::UnknownField {
+                event: event.name.clone(),
+                field: key.clone(),
+            });
+        }
+    }
+    for f in &event.fields {
+        let v = obj.get(&f.name).unwrap_or(&Value::Null);
+        if v.is_null() {
+            if f.ty.optional {
+                continue;
+            }
+            return Err(PayloadError::MissingField {
+                event: event.name.clone(),
+                field: f.name.clone(),
+            });
+        }
+        let ok = match f.ty.base {
+            BaseType::String => v.is_string(),
+            BaseType::Int => v.is_i64() || v.is_u64() && v.as_u64().is_some_and(|n| n <= i64::MAX as u64),
+            BaseType::Float => v.is_number(),
+            BaseType::Bool => v.is_boolean(),
+            BaseType::Time => v
+                .as_str()
+                .is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok()),
+        };
+        if !ok {
+            return Err(PayloadError::WrongType {
+                field: f.name.clone(),
+                expected: type_words(f.ty.base),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Parse and check a payload for the event named `name`, and make the event to
+/// store with one delivery per subscriber of it.
+pub fn new_event(program: &Program, name: &str, json: &str) -> Result<NewEvent, PayloadError> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    new_event_from_value(program, name, &value)
+}
+
+/// As [`new_event`], from a parsed value.
+pub fn new_event_from_value(
+    program: &Program,
+    name: &str,
+    value: &Value,
+) -> Result<NewEvent, PayloadError> {
+    let index = program
+        .event(name)
+        .ok_or_else(|| PayloadError::UnknownEvent(name.to_string()))?;
+    validate(&program.events[index], value)?;
+    let deliveries = program
+        .subscribers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.event == index)
+        .map(|(i, s)| NewDelivery {
+            subscriber: s.name.clone(),
+            connection: program
+                .connections
+                .get(program.subscriber_connection(i))
+                .map(|c| c.name.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    Ok(NewEvent {
+        name: name.to_string(),
+        payload: value.to_string(),
+        deliveries,
+    })
+}
+
+fn literal(l: &Literal) -> Value {
+    match l {
+        Literal::String(s) => Value::String(s.clone()),
+        Literal::Int(n) => Value::from(*n),
+        Literal::Bool(b) => Value::Bool(*b),
+    }
+}
+
+/// The arguments of `call`, by parameter name, from an event's payload (`event.F`
+/// of a field left out is `null`).
+pub fn call_args(program: &Program, call: &Call, payload: &Value) -> Value {
+    let params = program.actions.get(call.action).map(|a| &a.params[..]).unwrap_or(&[]);
+    let mut args = Map::new();
+    for (i, arg) in call.args.iter().enumerate() {
+        let name = params
+            .get(i)
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| format!("arg{i}"));
+        let v = match arg {
+            Arg::Field(f) => payload.get(f).cloned().unwrap_or(Value::Null),
+            Arg::Literal(l) => literal(l),
+        };
+        args.insert(name, v);
+    }
+    Value::Object(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jadpo_check::program::{Field, Type};
+    use serde_json::json;
+
+    fn event() -> Event {
+        let f = |name: &str, base, optional| Field {
+            name: name.into(),
+            ty: Type { base, optional },
+        };
+        Event {
+            name: "Paid".into(),
+            fields: vec![
+                f("id", BaseType::String, false),
+                f("cents", BaseType::Int, false),
+                f("rate", BaseType::Float, true),
+                f("ok", BaseType::Bool, true),
+                f("at", BaseType::Time, true),
+                f("note", BaseType::String, true),
+            ],
+        }
+    }
+
+    #[test]
+    fn accepts_a_good_payload() {
+        let e = event();
+        assert_eq!(validate(&e, &json!({"id": "p1", "cents": 5})), Ok(()));
+        assert_eq!(
+            validate(
+                &e,
+                &json!({"id": "p1", "cents": 5, "rate": 2, "ok": true,
+                        "at": "2026-01-02T03:04:05Z", "note": null})
+            ),
+            Ok(())
+        );
+        assert_eq!(validate(&e, &json!({"id": "p1", "cents": 5, "rate": 2.5})), Ok(()));
+    }
+
+    #[test]
+    fn refuses_bad_payloads_naming_the_field() {
+        let e = event();
+        let cases = [
+            (json!([1]), None),
+            (json!({"cents": 5}), Some("id")),
+            (json!({"id": null, "cents": 5}), Some("id")),
+            (json!({"id": "p", "cents": 5, "extra": 1}), Some("extra")),
+            (json!({"id": "p", "cents": 5.5}), Some("cents")),
+            (json!({"id": "p", "cents": "5"}), Some("cents")),
+            (json!({"id": 1, "cents": 5}), Some("id")),
+            (json!({"id": "p", "cents": 5, "at": "yesterday"}), Some("at")),
+            (json!({"id": "p", "cents": 5, "ok": 1}), Some("ok")),
+        ];
+        for (payload, field) in cases {
+            let err = validate(&e, &payload).unwrap_err();
+            assert_eq!(err.field(), field, "{payload}: {err}");
+        }
+    }
+}

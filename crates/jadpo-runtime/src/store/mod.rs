@@ -1,0 +1,310 @@
+//! The store: events, deliveries, attempts, handled records, schedules and
+//! breakers, behind one trait.
+//!
+//! The trait is synchronous and coarse-grained (one call = one transaction) so that
+//! a PostgreSQL store (`FOR UPDATE SKIP LOCKED` in [`Store::claim`]) can follow with
+//! no change to the core or the workers; the workers call it from blocking threads.
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use crate::core::{ClaimDecision, Decision, Failure, Outcome, Record};
+use jadpo_check::program::DeliveryState;
+
+/// Everything that can go wrong in a store, as values.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists and is not a jadpo store; it is left untouched.
+    #[error("`{path}` is not a jadpo store (refusing to touch it)")]
+    Foreign {
+        /// The file given.
+        path: String,
+    },
+    /// The store was made by a newer jadpo.
+    #[error("`{path}` has schema version {found}; this jadpoc knows up to {known}")]
+    TooNew {
+        /// The file given.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// The database stayed locked by another process past every retry.
+    #[error("the store stayed locked for {waited_s}s; no change was made")]
+    Busy {
+        /// How long we waited.
+        waited_s: u64,
+    },
+    /// The store could not be created or opened.
+    #[error("cannot open the store `{path}`: {message}")]
+    Open {
+        /// The file given.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Any other SQLite failure.
+    #[error("store error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A row that does not read back as this build wrote it.
+    #[error("corrupt store row: {0}")]
+    Corrupt(String),
+}
+
+/// An event to store, with the deliveries it makes.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// The event's name.
+    pub name: String,
+    /// Its JSON payload (already validated).
+    pub payload: String,
+    /// One delivery per subscriber whose `on:` names it.
+    pub deliveries: Vec<NewDelivery>,
+}
+
+/// A delivery to create with its event.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    /// The subscriber's name.
+    pub subscriber: String,
+    /// The connection its action calls through.
+    pub connection: String,
+}
+
+/// A delivery found due by a claim, before the core decides.
+#[derive(Debug, Clone)]
+pub struct ClaimCandidate {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// Its record.
+    pub record: Record,
+    /// Whether a handled record exists for it.
+    pub handled: bool,
+}
+
+/// A delivery a claim took to run.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: String,
+    /// Its event's JSON payload.
+    pub payload: String,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// The attempt this claim counted.
+    pub attempt: u32,
+    /// When the claim was made (the attempt's start).
+    pub claimed_at_ms: i64,
+    /// The record after the claim (state `running`, attempts counted).
+    pub record: Record,
+}
+
+/// What a claim did, besides the deliveries it took to run.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimReport {
+    /// Deliveries to run now.
+    pub run: Vec<Claimed>,
+    /// Deliveries ended at the claim: `(id, subscriber, decision)`; a handled
+    /// record is a `Handled`, a given-up one a `GiveUp`.
+    pub ended: Vec<(i64, String, ClaimDecision)>,
+}
+
+/// An attempt's outcome and the core's decision, to record in one transaction.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The delivery's id.
+    pub id: i64,
+    /// The attempt's number; the record is only written while the delivery is
+    /// still `running` with this attempt (a reclaimed lease wins).
+    pub attempt: u32,
+    /// When the attempt started.
+    pub started_at_ms: i64,
+    /// When it ended.
+    pub ended_at_ms: i64,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// What the core decided.
+    pub decision: Decision,
+}
+
+/// Which deliveries to list.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    /// Only this state.
+    pub state: Option<DeliveryState>,
+    /// Only this subscriber.
+    pub subscriber: Option<String>,
+    /// At most this many, newest first when set.
+    pub limit: Option<usize>,
+}
+
+/// A delivery as `jadpoc deliveries` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryView {
+    /// Its id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: String,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// Its state.
+    pub state: DeliveryState,
+    /// Attempts used.
+    pub attempts: u32,
+    /// When it is due (pending only).
+    pub due_at_ms: Option<i64>,
+    /// When its lease ends (running only).
+    pub lease_until_ms: Option<i64>,
+    /// When it was held from (held only).
+    pub held_since_ms: Option<i64>,
+    /// Time spent held so far.
+    pub held_ms: i64,
+    /// The start of its budget.
+    pub budget_start_ms: i64,
+    /// When it was created.
+    pub created_at_ms: i64,
+    /// Its last failure.
+    pub last_failure: Option<Failure>,
+}
+
+/// One attempt of a delivery's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptView {
+    /// Its number.
+    pub attempt: u32,
+    /// When it started.
+    pub started_at_ms: i64,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// `succeeded` or `failed`.
+    pub outcome: String,
+    /// The failure's code, if it failed.
+    pub code: Option<String>,
+    /// The failure's kind, if it failed.
+    pub kind: Option<String>,
+    /// The HTTP status, if any.
+    pub http_status: Option<u16>,
+}
+
+/// What an operator retry did to one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryResult {
+    /// It is pending again with a fresh budget.
+    Retried,
+    /// No delivery has that id.
+    NotFound,
+    /// It is in a state that cannot be retried.
+    NotRetryable(DeliveryState),
+}
+
+/// Deliveries counted by state and subscriber.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusView {
+    /// Counts by state, every state present.
+    pub states: Vec<(DeliveryState, u64)>,
+    /// Counts by subscriber, then state (only states with deliveries).
+    pub subscribers: Vec<(String, Vec<(DeliveryState, u64)>)>,
+    /// Breakers not closed.
+    pub breakers_open: u64,
+    /// Age in seconds of the oldest pending delivery.
+    pub oldest_pending_s: Option<i64>,
+}
+
+/// A schedule the program declares.
+#[derive(Debug, Clone)]
+pub struct ScheduleSpec {
+    /// Its name.
+    pub name: String,
+    /// Its period.
+    pub every_ms: u64,
+    /// Its run's time limit.
+    pub timeout_ms: u64,
+}
+
+/// A schedule's run taken by a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedSchedule {
+    /// Its name.
+    pub name: String,
+    /// The run's number.
+    pub run: u64,
+    /// When the claim was made.
+    pub claimed_at_ms: i64,
+}
+
+/// The store's operations; each call is one transaction.
+pub trait Store: Send + Sync {
+    /// Store events and their deliveries, due at once, in one transaction; returns
+    /// the events' ids in order.
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError>;
+
+    /// Claim up to `limit` due deliveries (pending and due, or running with an
+    /// ended lease). For each, `decide` (the core) says what the claim does; every
+    /// change is conditional on the row being as it was read, so two processes
+    /// never take one delivery.
+    fn claim(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimDecision,
+    ) -> Result<ClaimReport, StoreError>;
+
+    /// Record attempts' outcomes and decisions in one transaction, each with its
+    /// attempt row (and a handled record on success). Returns how many were still
+    /// owned by their attempt and written.
+    fn record(&self, outcomes: &[Recorded]) -> Result<usize, StoreError>;
+
+    /// The earliest time a delivery becomes claimable, if any is waiting.
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// List deliveries.
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError>;
+
+    /// One delivery with its attempts.
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError>;
+
+    /// Operator retry of each id at `now_ms` (the core decides the fresh record).
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError>;
+
+    /// Deliveries counted by state and subscriber.
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError>;
+
+    /// Make sure every declared schedule has a row; a schedule seen the first time
+    /// is due `every` from now. Rows of schedules no longer declared are kept.
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError>;
+
+    /// Claim the schedules due at `now_ms`, moving each one's due time to its next
+    /// tick after now (one catch-up run, not one per missed tick).
+    fn claim_schedules(
+        &self,
+        schedules: &[ScheduleSpec],
+        now_ms: i64,
+    ) -> Result<Vec<ClaimedSchedule>, StoreError>;
+
+    /// Record how a schedule's run ended.
+    fn record_schedule(
+        &self,
+        name: &str,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<(), StoreError>;
+
+    /// The earliest due time of the given schedules.
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;
+}

@@ -1,0 +1,494 @@
+//! The tokio workers and the tick.
+//!
+//! `workers` claim loops take due deliveries in batches (one transaction per
+//! batch), start each attempt as its own task under the subscriber's `timeout:`,
+//! and hand its outcome to one committer that records outcomes in batches (one
+//! transaction per batch, each outcome with its attempt row). The tick, once a
+//! second, runs due schedules. Expired leases are taken back by the claims
+//! themselves (a claim reads ended leases before due deliveries).
+
+use crate::clock::Clock;
+use crate::core::{
+    self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
+};
+use crate::drivers::{CallRequest, Driver};
+use crate::log::{Line, Logger, attempt_line, claim_line, schedule_line};
+use crate::payload::call_args;
+use crate::store::{ClaimCandidate, Claimed, Recorded, ScheduleSpec, Store, StoreError};
+use jadpo_check::program::{FailureKind, Program};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
+
+/// How the runtime runs.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Claim loops (`--workers`).
+    pub workers: usize,
+    /// Most deliveries one claim takes, and most attempts one loop has in flight.
+    pub batch: usize,
+    /// How often an idle loop looks for work other processes added.
+    pub poll_ms: u64,
+    /// How long running attempts may finish after a stop.
+    pub stop_grace_ms: u64,
+    /// A seed for the random source of waits (a fresh one when `None`).
+    pub seed: Option<u64>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            workers: 4,
+            batch: 256,
+            poll_ms: 100,
+            stop_grace_ms: 10_000,
+            seed: None,
+        }
+    }
+}
+
+/// Why the runtime could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A connection has no driver.
+    #[error(
+        "connection `{0}` has no driver: give it a fake with `--fake {0}=ANSWERS` (the http driver is not built yet)"
+    )]
+    MissingDriver(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a run did, for the caller and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Attempts whose outcome was recorded.
+    pub recorded: u64,
+    /// Attempts cut off by the stop (they come back after their lease).
+    pub abandoned: u64,
+}
+
+/// One finished attempt on its way to the committer.
+struct Done {
+    recorded: Recorded,
+    subscriber: String,
+}
+
+/// The runtime: a checked program, its store, clock and drivers.
+pub struct Runtime {
+    program: Arc<Program>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    drivers: Vec<Arc<dyn Driver>>,
+    subscribers: HashMap<String, usize>,
+    schedules: Vec<ScheduleSpec>,
+    logger: Arc<Logger>,
+    wake: Arc<Notify>,
+    rng: Mutex<StdRng>,
+    config: RuntimeConfig,
+}
+
+impl Runtime {
+    /// A runtime for `program`; `drivers[i]` performs calls through connection `i`,
+    /// and every connection needs one.
+    pub fn new(
+        program: Arc<Program>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        drivers: Vec<Option<Arc<dyn Driver>>>,
+        logger: Arc<Logger>,
+        config: RuntimeConfig,
+    ) -> Result<Runtime, RuntimeError> {
+        let mut ready = Vec::with_capacity(program.connections.len());
+        for (i, c) in program.connections.iter().enumerate() {
+            match drivers.get(i).cloned().flatten() {
+                Some(d) => ready.push(d),
+                None => return Err(RuntimeError::MissingDriver(c.name.clone())),
+            }
+        }
+        let subscribers = program
+            .subscribers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i))
+            .collect();
+        let schedules = program
+            .schedules
+            .iter()
+            .map(|s| ScheduleSpec {
+                name: s.name.clone(),
+                every_ms: s.every_ms,
+                timeout_ms: s.timeout_ms,
+            })
+            .collect();
+        let rng = match config.seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_rng(&mut rand::rng()),
+        };
+        Ok(Runtime {
+            program,
+            store,
+            clock,
+            drivers: ready,
+            subscribers,
+            schedules,
+            logger,
+            wake: Arc::new(Notify::new()),
+            rng: Mutex::new(rng),
+            config,
+        })
+    }
+
+    /// Notified to wake idle claim loops (after an in-process emit).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// The core's claim decision for a candidate at `now_ms`.
+    fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64) -> ClaimDecision {
+        match self.subscribers.get(&c.subscriber) {
+            Some(&i) => {
+                let s = &self.program.subscribers[i];
+                decide_at_claim(&c.record, &s.budget, now_ms, c.handled, s.timeout_ms)
+            }
+            // A delivery of a subscriber this program no longer has: a defect of
+            // the deployment, failed so an operator sees it (and can retry it).
+            None => match decide_at_claim(
+                &c.record,
+                &Default::default(),
+                now_ms,
+                c.handled,
+                30_000,
+            ) {
+                ClaimDecision::Skip => ClaimDecision::Skip,
+                ClaimDecision::Handled => ClaimDecision::Handled,
+                _ => ClaimDecision::GiveUp {
+                    failure: Failure::new("runtime.unknown_subscriber", FailureKind::InternalFault),
+                    because: FailedBecause::Defect,
+                    lease_expired: c.record.state == jadpo_check::program::DeliveryState::Running,
+                },
+            },
+        }
+    }
+
+    /// Run until `stop` turns true; then stop claiming, let running attempts finish
+    /// for up to the grace period, record their outcomes, and return.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, RuntimeError> {
+        let now = self.clock.now_ms();
+        let (store, schedules) = (self.store.clone(), self.schedules.clone());
+        blocking(move || store.sync_schedules(&schedules, now)).await?;
+
+        let (tx, rx) = mpsc::channel::<Done>(self.config.batch * self.config.workers.max(1) * 2);
+        let committer = tokio::spawn(committer(self.clone(), rx));
+        let capacity = self.config.batch * self.config.workers.max(1);
+        let inflight = Arc::new(Semaphore::new(capacity));
+        let (hard_tx, hard_rx) = watch::channel(false);
+
+        let mut loops = Vec::new();
+        for _ in 0..self.config.workers.max(1) {
+            loops.push(tokio::spawn(claim_loop(
+                self.clone(),
+                tx.clone(),
+                inflight.clone(),
+                stop.clone(),
+                hard_rx.clone(),
+            )));
+        }
+        let tick = tokio::spawn(tick_loop(self.clone(), stop.clone(), hard_rx.clone()));
+
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                break;
+            }
+        }
+        for l in loops {
+            let _ = l.await;
+        }
+        let _ = tick.await;
+        // Let running attempts finish: they hold the in-flight permits.
+        let grace = Duration::from_millis(self.config.stop_grace_ms);
+        let all = u32::try_from(capacity).unwrap_or(u32::MAX);
+        let finished = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
+        let abandoned = if finished.is_ok() {
+            0
+        } else {
+            let left = capacity - inflight.available_permits();
+            let _ = hard_tx.send(true);
+            left as u64
+        };
+        drop(tx);
+        let recorded = committer.await.unwrap_or(0);
+        Ok(RunSummary {
+            recorded,
+            abandoned,
+        })
+    }
+
+    async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
+        let outcome = self.call(&c).await;
+        let now = self.clock.now_ms();
+        let budget = self
+            .subscribers
+            .get(&c.subscriber)
+            .map(|&i| self.program.subscribers[i].budget)
+            .unwrap_or_default();
+        let decision = {
+            let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+            decide_after_attempt(&c.record, &budget, &outcome, now, &mut *rng)
+        };
+        Done {
+            recorded: Recorded {
+                id: c.id,
+                attempt: c.attempt,
+                started_at_ms: c.claimed_at_ms,
+                ended_at_ms: now,
+                outcome,
+                decision,
+            },
+            subscriber: c.subscriber,
+        }
+    }
+
+    /// Perform a delivery's call under its run time limit.
+    async fn call(&self, c: &Claimed) -> Outcome {
+        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let Some(&si) = self.subscribers.get(&c.subscriber) else {
+            return defect("runtime.unknown_subscriber");
+        };
+        let sub = &self.program.subscribers[si];
+        let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
+            return defect("runtime.bad_payload");
+        };
+        let Some(action) = self.program.actions.get(sub.call.action) else {
+            return defect("runtime.unknown_action");
+        };
+        let Some(driver) = self.drivers.get(action.connection) else {
+            return defect("runtime.no_driver");
+        };
+        let request = CallRequest {
+            action: action.name.clone(),
+            args: call_args(&self.program, &sub.call, &payload),
+            event_id: Some(c.event_id),
+            event: c.event.clone(),
+            delivery: Some(c.id),
+            attempt: c.attempt,
+        };
+        let deadline = c.claimed_at_ms.saturating_add(core::ms_i64(sub.timeout_ms));
+        tokio::select! {
+            o = driver.call(request) => o,
+            _ = self.clock.sleep_until(deadline) => {
+                Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
+            }
+        }
+    }
+
+    /// Run one schedule's run and record it.
+    async fn run_schedule(self: Arc<Self>, name: String, run: u64, started_ms: i64) {
+        let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
+            return;
+        };
+        let outcome = match self
+            .program
+            .actions
+            .get(s.call.action)
+            .and_then(|a| Some((a, self.drivers.get(a.connection)?)))
+        {
+            None => Outcome::fail(FailureKind::InternalFault, "runtime.unknown_action"),
+            Some((action, driver)) => {
+                let request = CallRequest {
+                    action: action.name.clone(),
+                    args: call_args(&self.program, &s.call, &Value::Null),
+                    event_id: None,
+                    event: name.clone(),
+                    delivery: None,
+                    attempt: 1,
+                };
+                let deadline = started_ms.saturating_add(core::ms_i64(s.timeout_ms));
+                tokio::select! {
+                    o = driver.call(request) => o,
+                    _ = self.clock.sleep_until(deadline) => {
+                        Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
+                    }
+                }
+            }
+        };
+        let now = self.clock.now_ms();
+        let failure = outcome.failure();
+        let store = self.store.clone();
+        let n = name.clone();
+        if let Err(e) = blocking(move || store.record_schedule(&n, now, failure.as_ref())).await {
+            self.logger.write(&[error_line(now, &e)]);
+        }
+        self.logger.write(&[schedule_line(now, &name, run, &outcome)]);
+    }
+}
+
+fn error_line(at_ms: i64, e: &dyn std::fmt::Display) -> Line {
+    Line(serde_json::json!({
+        "event": "runtime.error",
+        "at": crate::clock::rfc3339(at_ms),
+        "message": e.to_string(),
+    }))
+}
+
+/// Run a store call on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(StoreError::Corrupt(format!("a store task failed: {e}"))),
+    }
+}
+
+async fn claim_loop(
+    rt: Arc<Runtime>,
+    tx: mpsc::Sender<Done>,
+    inflight: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+    hard: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let free = inflight.available_permits();
+        if free == 0 {
+            tokio::select! {
+                p = inflight.acquire() => drop(p),
+                _ = stop.changed() => {}
+            }
+            continue;
+        }
+        let limit = free.min(rt.config.batch);
+        let now = rt.clock.now_ms();
+        let r = rt.clone();
+        let report = blocking(move || {
+            let rt = r.clone();
+            r.store.claim(now, limit, &mut |c| rt.decide_claim(c, now))
+        })
+        .await;
+        let report = match report {
+            Ok(report) => report,
+            Err(e) => {
+                rt.logger.write(&[error_line(now, &e)]);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+        };
+        let lines: Vec<Line> = report
+            .ended
+            .iter()
+            .map(|(id, sub, d)| claim_line(now, *id, sub, d))
+            .collect();
+        rt.logger.write(&lines);
+        let taken = report.run.len();
+        for c in report.run {
+            let Ok(permit) = inflight.clone().acquire_owned().await else {
+                return;
+            };
+            let (rt2, tx2, mut hard2) = (rt.clone(), tx.clone(), hard.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    done = rt2.attempt(c) => { let _ = tx2.send(done).await; }
+                    _ = hard2.changed() => {}
+                }
+                drop(permit);
+            });
+        }
+        if taken + report.ended.len() < limit {
+            // Drained what is due: sleep until the next due time, a poll for work
+            // other processes added, an in-process emit, or the stop.
+            let store = rt.store.clone();
+            let next = blocking(move || store.next_due_ms()).await.ok().flatten();
+            let until = next
+                .unwrap_or(i64::MAX)
+                .min(now.saturating_add(core::ms_i64(rt.config.poll_ms)));
+            tokio::select! {
+                _ = rt.wake.notified() => {}
+                _ = rt.clock.sleep_until(until) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+}
+
+async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
+    let mut total = 0u64;
+    let max = rt.config.batch * 4;
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < max {
+            match rx.try_recv() {
+                Ok(d) => batch.push(d),
+                Err(_) => break,
+            }
+        }
+        let records: Vec<Recorded> = batch.iter().map(|d| d.recorded.clone()).collect();
+        let store = rt.store.clone();
+        let now = rt.clock.now_ms();
+        match blocking(move || store.record(&records)).await {
+            Ok(_) => {
+                total += batch.len() as u64;
+                let lines: Vec<Line> = batch
+                    .iter()
+                    .map(|d| {
+                        let r = &d.recorded;
+                        attempt_line(
+                            r.ended_at_ms,
+                            r.id,
+                            &d.subscriber,
+                            r.attempt,
+                            &r.outcome,
+                            &r.decision,
+                            r.ended_at_ms - r.started_at_ms,
+                        )
+                    })
+                    .collect();
+                rt.logger.write(&lines);
+            }
+            // The deliveries stay `running` and come back when their leases end.
+            Err(e) => rt.logger.write(&[error_line(now, &e)]),
+        }
+    }
+    total
+}
+
+async fn tick_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>, hard: watch::Receiver<bool>) {
+    if rt.schedules.is_empty() {
+        return;
+    }
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock.now_ms();
+        let (store, specs) = (rt.store.clone(), rt.schedules.clone());
+        match blocking(move || store.claim_schedules(&specs, now)).await {
+            Ok(claimed) => {
+                for c in claimed {
+                    let (rt2, mut hard2) = (rt.clone(), hard.clone());
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            _ = rt2.run_schedule(c.name, c.run, c.claimed_at_ms) => {}
+                            _ = hard2.changed() => {}
+                        }
+                    });
+                }
+            }
+            Err(e) => rt.logger.write(&[error_line(now, &e)]),
+        }
+        tokio::select! {
+            _ = rt.clock.sleep_until(now + 1_000) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The syntax tree: one generic shape for every declaration, byte spans on every node.
+//!
+//! The tree borrows identifiers from the source text; strings own their text only
+//! when escapes had to be decoded.
+
+use std::borrow::Cow;
+
+/// A byte range in one file. `u32` keeps the tree small; files over 4 GiB are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start: start as u32, end: end as u32 }
+    }
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+/// A name with its place in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Name<'a> {
+    pub text: &'a str,
+    pub span: Span,
+}
+
+/// One file's declarations, in source order.
+#[derive(Debug, Clone, Default)]
+pub struct File<'a> {
+    pub decls: Vec<Decl<'a>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeclKind {
+    Event,
+    Connection,
+    Action,
+    Subscriber,
+    Schedule,
+    Test,
+}
+
+impl DeclKind {
+    /// The keyword that starts the declaration.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            DeclKind::Event => "event",
+            DeclKind::Connection => "connection",
+            DeclKind::Action => "action",
+            DeclKind::Subscriber => "subscriber",
+            DeclKind::Schedule => "schedule",
+            DeclKind::Test => "test",
+        }
+    }
+}
+
+/// `KEYWORD NAME { ENTRY* }`, an action's `(params)`, or a test's steps.
+#[derive(Debug, Clone)]
+pub struct Decl<'a> {
+    pub kind: DeclKind,
+    /// The declaration's name; a test's name is its string (without quotes).
+    pub name: Name<'a>,
+    pub body: Body<'a>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone)]
+pub enum Body<'a> {
+    /// `{ entries }`; an action's parameters are in `params`.
+    Block { params: Vec<Param<'a>>, block: Block<'a> },
+    /// A test's steps, and its name with escapes decoded.
+    Steps { title: Cow<'a, str>, steps: Vec<Step<'a>> },
+    /// The declaration has a syntax error after its name. It is known by name, so
+    /// references to it are not reported, but its contents are not checked.
+    Broken,
+}
+
+/// `name: type` in an action's parameter list.
+#[derive(Debug, Clone)]
+pub struct Param<'a> {
+    pub name: Name<'a>,
+    pub ty: TypeRef<'a>,
+}
+
+/// `string`, `int?`, ...
+#[derive(Debug, Clone, Copy)]
+pub struct TypeRef<'a> {
+    pub name: Name<'a>,
+    pub optional: bool,
+    pub span: Span,
+}
+
+/// `{ entry, ... }`.
+#[derive(Debug, Clone)]
+pub struct Block<'a> {
+    pub entries: Vec<Entry<'a>>,
+    pub span: Span,
+}
+
+/// `KEY: VALUE`.
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
+    pub key: Key<'a>,
+    pub value: Value<'a>,
+}
+
+/// An entry's key: an identifier, or a string where keys are free text.
+#[derive(Debug, Clone)]
+pub struct Key<'a> {
+    pub text: Cow<'a, str>,
+    pub quoted: bool,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone)]
+pub struct Value<'a> {
+    pub kind: ValueKind<'a>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone)]
+pub enum ValueKind<'a> {
+    Str(Cow<'a, str>),
+    Int(i64),
+    /// Milliseconds.
+    Duration(u64),
+    Bool(bool),
+    /// An identifier, or a type when it ends in `?`.
+    Ident { name: &'a str, optional: bool },
+    /// `a.b.c` or `event.field`: every segment with its span.
+    Path(Vec<Name<'a>>),
+    Call { name: Name<'a>, args: Vec<Value<'a>> },
+    Block(Block<'a>),
+    List(Vec<Item<'a>>),
+}
+
+/// A list item, with its repetition (`unavailable * 5`) if any.
+#[derive(Debug, Clone)]
+pub struct Item<'a> {
+    pub value: Value<'a>,
+    pub times: Option<(u64, Span)>,
+}
+
+/// A step of a test.
+#[derive(Debug, Clone)]
+pub struct Step<'a> {
+    pub kind: StepKind<'a>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone)]
+pub enum StepKind<'a> {
+    /// `fake CONNECTION: [answers]`.
+    Fake { connection: Name<'a>, answers: Value<'a> },
+    /// `emit EVENT { fields }`.
+    Emit { event: Name<'a>, fields: Block<'a> },
+    /// `wait DURATION` (milliseconds).
+    Wait { ms: u64, span: Span },
+    /// `retry SUBSCRIBER`.
+    Retry { subscriber: Name<'a> },
+    /// `expect SUBSCRIBER { ... }`.
+    Expect { subscriber: Name<'a>, block: Block<'a> },
+    /// `expect breaker CONNECTION { ... }`.
+    ExpectBreaker { connection: Name<'a>, block: Block<'a> },
+}
+
+impl<'a> Block<'a> {
+    /// The first entry with this key.
+    pub fn get(&self, key: &str) -> Option<&Entry<'a>> {
+        self.entries.iter().find(|e| e.key.text == key)
+    }
+}
+
+impl ValueKind<'_> {
+    /// What kind of value this is, in words, for messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            ValueKind::Str(_) => "a string",
+            ValueKind::Int(_) => "an integer",
+            ValueKind::Duration(_) => "a duration",
+            ValueKind::Bool(_) => "a boolean",
+            ValueKind::Ident { optional: false, .. } => "a name",
+            ValueKind::Ident { optional: true, .. } => "an optional type",
+            ValueKind::Path(_) => "a path",
+            ValueKind::Call { .. } => "a call",
+            ValueKind::Block(_) => "a block",
+            ValueKind::List(_) => "a list",
+        }
+    }
+}

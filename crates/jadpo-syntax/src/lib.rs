@@ -1,0 +1,167 @@
+//! The jadpo language's syntax: a logos lexer, a LALRPOP parser and a syntax tree with
+//! byte spans on every node.
+//!
+//! Parsing never fails: [`parse`] returns the tree *and* the syntax errors it found,
+//! resuming after each broken declaration at the next one. LALRPOP stays behind this
+//! module's small API.
+
+pub mod ast;
+pub mod lexer;
+
+use ast::Span;
+use lalrpop_util::ParseError;
+use lexer::{Lexer, Tok};
+
+#[allow(clippy::all, clippy::pedantic, unused_parens, unused_qualifications)]
+mod grammar {
+    include!(concat!(env!("OUT_DIR"), "/jadpo.rs"));
+}
+
+/// What went wrong, lexically or syntactically; the checker maps each to its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyntaxErrorKind {
+    InvalidToken,
+    UnterminatedString,
+    InvalidEscape,
+    UnterminatedComment,
+    InvalidNumber,
+    InvalidDuration,
+    UnexpectedToken,
+    UnexpectedEof,
+    NestingTooDeep,
+}
+
+/// A syntax error with its place and a message in plain words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub kind: SyntaxErrorKind,
+    pub span: Span,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// A parsed file: its tree and every syntax error, sorted by position.
+#[derive(Debug)]
+pub struct Parsed<'a> {
+    pub file: ast::File<'a>,
+    pub errors: Vec<SyntaxError>,
+}
+
+/// Parses one file. Never fails and never panics: a broken declaration becomes
+/// [`ast::Body::Broken`] (or is skipped when not even its name was read) and an
+/// error.
+pub fn parse(src: &str) -> Parsed<'_> {
+    let mut errors = Vec::new();
+    let mut recovered = Vec::new();
+    let (result, stopped_at) = {
+        let mut lexer = Lexer::new(src, &mut errors);
+        let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lexer);
+        (result, lexer.stopped_at())
+    };
+    let file = match result {
+        Ok(file) => file,
+        Err(e) => {
+            recovered.push(lalrpop_util::ErrorRecovery { error: e, dropped_tokens: Vec::new() });
+            ast::File::default()
+        }
+    };
+    for r in recovered {
+        // Past a nesting error the stream was cut short; what the parser says about
+        // the cut is a consequence, not a second mistake.
+        if let Some(stop) = stopped_at {
+            if error_offset(&r.error).is_none_or(|at| at >= stop) {
+                continue;
+            }
+        }
+        errors.push(parse_error(src, r.error));
+    }
+    errors.sort_by_key(|e| (e.span.start, e.span.end));
+    Parsed { file, errors }
+}
+
+fn error_offset(e: &ParseError<usize, Tok<'_>, ()>) -> Option<usize> {
+    match e {
+        ParseError::InvalidToken { location } | ParseError::UnrecognizedEof { location, .. } => Some(*location),
+        ParseError::UnrecognizedToken { token: (l, _, _), .. } | ParseError::ExtraToken { token: (l, _, _) } => {
+            Some(*l)
+        }
+        ParseError::User { .. } => None,
+    }
+}
+
+fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {
+    match e {
+        ParseError::UnrecognizedToken { token: (l, tok, r), expected } => SyntaxError {
+            kind: SyntaxErrorKind::UnexpectedToken,
+            span: Span::new(l, r),
+            message: format!("unexpected {tok}"),
+            help: expected_help(&expected),
+        },
+        ParseError::ExtraToken { token: (l, tok, r) } => SyntaxError {
+            kind: SyntaxErrorKind::UnexpectedToken,
+            span: Span::new(l, r),
+            message: format!("unexpected {tok}"),
+            help: None,
+        },
+        ParseError::UnrecognizedEof { expected, .. } => SyntaxError {
+            kind: SyntaxErrorKind::UnexpectedEof,
+            span: last_char(src),
+            message: "the file ends in the middle of a declaration".into(),
+            help: expected_help(&expected),
+        },
+        // The lexer reports its own errors and never hands the parser one; should it
+        // ever, the error still gets a place and a message rather than a panic.
+        ParseError::InvalidToken { location } => SyntaxError {
+            kind: SyntaxErrorKind::InvalidToken,
+            span: Span::new(location, location),
+            message: "a character or sequence that is no token".into(),
+            help: None,
+        },
+        ParseError::User { error: () } => SyntaxError {
+            kind: SyntaxErrorKind::InvalidToken,
+            span: last_char(src),
+            message: "a character or sequence that is no token".into(),
+            help: None,
+        },
+    }
+}
+
+/// The span of the last character that is not whitespace, where an error about the
+/// end of the file is best shown.
+fn last_char(src: &str) -> Span {
+    let trimmed = src.trim_end();
+    match trimmed.chars().next_back() {
+        Some(c) => Span::new(trimmed.len() - c.len_utf8(), trimmed.len()),
+        None => Span::new(0, 0),
+    }
+}
+
+/// "expected one of ..." from LALRPOP's terminal names, in the words of the language.
+fn expected_help(expected: &[String]) -> Option<String> {
+    let mut words: Vec<String> = expected
+        .iter()
+        .map(|t| {
+            let t = t.trim_matches('"');
+            match t {
+                "identifier" => "a name".to_string(),
+                "string" | "duration" => format!("a {t}"),
+                "integer" => "an integer".to_string(),
+                "event." => "`event.`".to_string(),
+                _ => format!("`{t}`"),
+            }
+        })
+        .collect();
+    words.dedup();
+    // The contextual step words are names too; listing them beside "a name" only adds noise.
+    if words.iter().any(|w| w == "a name") {
+        words.retain(|w| !matches!(w.as_str(), "`fake`" | "`emit`" | "`wait`" | "`retry`" | "`expect`" | "`breaker`"));
+    }
+    match words.len() {
+        0 => None,
+        1 => Some(format!("expected {}", words[0])),
+        _ => {
+            let last = words.pop().unwrap_or_default();
+            Some(format!("expected {} or {last}", words.join(", ")))
+        }
+    }
+}

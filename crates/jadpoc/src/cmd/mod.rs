@@ -1,0 +1,8 @@
+//! One module per subcommand: its clap arguments and its `run`.
+
+pub mod check;
+pub mod deliveries;
+pub mod emit;
+pub mod explain;
+pub mod run;
+pub mod status;

@@ -1,0 +1,59 @@
+//! `jadpoc`: the jadpo toolchain's command line.
+
+mod cmd;
+mod load;
+mod render;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// The jadpo toolchain: check programs, run them on the outbox runtime, test them in
+/// virtual time.
+#[derive(Parser)]
+#[command(name = "jadpoc", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a program and report every problem found.
+    Check(cmd::check::CheckArgs),
+    /// Print the documentation of a diagnostic code.
+    Explain(cmd::explain::ExplainArgs),
+    /// Run a checked program on the outbox runtime.
+    Run(cmd::run::RunArgs),
+    /// Store an event and its deliveries.
+    Emit(cmd::emit::EmitArgs),
+    /// List, show and retry deliveries.
+    Deliveries(cmd::deliveries::DeliveriesArgs),
+    /// Count deliveries by state and subscriber.
+    Status(cmd::status::StatusArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Emit(args) => cmd::emit::run(args),
+        Command::Deliveries(args) => cmd::deliveries::run(args),
+        Command::Status(args) => cmd::status::run(args),
+    }
+}
+
+/// Writes a command's output; a closed pipe (`jadpoc check | head`) is not an error.
+pub(crate) fn print_stdout(s: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}
