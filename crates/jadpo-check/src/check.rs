@@ -57,15 +57,19 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     cx.collect_names();
     cx.check_all();
     diags.append(&mut cx.diags);
-    // A literal that failed to lex keeps a placeholder value so the parse goes on; it
-    // is reported once, by the lexer, not again by the key that holds it.
-    let placeholders: std::collections::HashSet<(usize, Span)> = diags
+    // A literal that failed to lex, or a region nested too deep, stands in as a
+    // placeholder value so the parse goes on; it is reported once, by the lexer, not
+    // again by whatever holds it.
+    let placeholders: Vec<(usize, Span)> = diags
         .iter()
-        .filter(|d| matches!(d.code, Code::SyntaxInvalidNumber | Code::SyntaxInvalidDuration))
+        .filter(|d| matches!(d.code, Code::SyntaxInvalidNumber | Code::SyntaxInvalidDuration | Code::SyntaxNestingTooDeep))
         .map(|d| (d.file, d.span))
         .collect();
     if !placeholders.is_empty() {
-        diags.retain(|d| d.code.as_str().starts_with("syntax.") || !placeholders.contains(&(d.file, d.span)));
+        diags.retain(|d| {
+            d.code.as_str().starts_with("syntax.")
+                || !placeholders.iter().any(|&(f, s)| f == d.file && d.span.start <= s.start && s.end <= d.span.end)
+        });
     }
     let program = if lower == Lower::Yes && !diags.iter().any(|d| d.severity() == Severity::Error) {
         Some(cx.program(files))

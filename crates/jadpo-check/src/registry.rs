@@ -124,3 +124,22 @@ impl std::fmt::Display for Code {
         f.write_str(self.as_str())
     }
 }
+
+/// docs/diagnostics.md: the reference of every code, generated from the registry so
+/// that the two cannot drift apart (a test compares them).
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# Diagnostics\n\n\
+         <!-- Generated from crates/jadpo-check/docs/codes/ by `JADPO_BLESS=1 cargo test -p jadpo-check --test docs`; edit those files, not this one. -->\n\n\
+         Every diagnostic `jadpoc check` reports has a stable code. `jadpoc explain CODE` prints the entry below.\n\n\
+         | code | severity | when |\n|---|---|---|\n",
+    );
+    for code in Code::ALL {
+        out.push_str(&format!("| [`{code}`](#{}) | {} | {} |\n", code.as_str().replace('.', ""), code.severity().as_str(), code.summary()));
+    }
+    for code in Code::ALL {
+        out.push_str(&format!("\n## {code}\n\n*{}.* {}\n\n{}", code.severity().as_str(), code.summary(), code.doc().trim_end()));
+        out.push('\n');
+    }
+    out
+}

@@ -15,3 +15,4 @@ pub mod payload;
 pub mod log;
 pub mod workers;
 pub mod ingest;
+pub mod views;

@@ -201,18 +201,13 @@ pub struct Lexer<'a, 'e> {
     /// The previous invalid character's span, so that a run of them is one error.
     invalid_run: Option<Span>,
     depth: usize,
-    /// Set once nesting passed [`MAX_NESTING`]; the stream ends there.
-    stopped_at: Option<usize>,
+    /// Nesting went past [`MAX_NESTING`] once already: reported once per file.
+    too_deep: bool,
 }
 
 impl<'a, 'e> Lexer<'a, 'e> {
     pub fn new(src: &'a str, errors: &'e mut Vec<SyntaxError>) -> Self {
-        Lexer { src, inner: Raw::lexer(src), errors, invalid_run: None, depth: 0, stopped_at: None }
-    }
-
-    /// Where the stream was cut because nesting went too deep, if it was.
-    pub fn stopped_at(&self) -> Option<usize> {
-        self.stopped_at
+        Lexer { src, inner: Raw::lexer(src), errors, invalid_run: None, depth: 0, too_deep: false }
     }
 
     fn error(&mut self, kind: SyntaxErrorKind, span: Span, message: String, help: Option<&str>) {
@@ -255,6 +250,14 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Some(Ok(raw)) => raw,
             };
             self.flush_invalid();
+            let bracket = matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
+            if self.depth >= MAX_NESTING && !bracket {
+                // Past the nesting limit everything is skipped until the brackets close
+                // back to the limit: one error, and the rest of the file still parses.
+                if self.depth > MAX_NESTING {
+                    continue;
+                }
+            }
             let text = self.inner.slice();
             let tok = match raw {
                 Raw::BlockComment(true) => continue,
@@ -304,14 +307,21 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Raw::LBrace | Raw::LParen | Raw::LBracket => {
                     self.depth += 1;
                     if self.depth > MAX_NESTING {
-                        self.error(
-                            SyntaxErrorKind::NestingTooDeep,
-                            span,
-                            format!("blocks, lists and calls nest at most {MAX_NESTING} deep"),
-                            None,
-                        );
-                        self.stopped_at = Some(range.start);
-                        return None;
+                        if self.depth > MAX_NESTING + 1 {
+                            continue;
+                        }
+                        if !self.too_deep {
+                            self.too_deep = true;
+                            self.error(
+                                SyntaxErrorKind::NestingTooDeep,
+                                span,
+                                format!("blocks, lists and calls nest at most {MAX_NESTING} deep"),
+                                None,
+                            );
+                        }
+                        // The whole too-deep region stands in as one placeholder value,
+                        // so the brackets around it still close and nothing cascades.
+                        return Some((range.start, Tok::Int(0), range.end));
                     }
                     match raw {
                         Raw::LBrace => Tok::LBrace,
@@ -321,6 +331,9 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 }
                 Raw::RBrace | Raw::RParen | Raw::RBracket => {
                     self.depth = self.depth.saturating_sub(1);
+                    if self.depth >= MAX_NESTING {
+                        continue;
+                    }
                     match raw {
                         Raw::RBrace => Tok::RBrace,
                         Raw::RParen => Tok::RParen,

@@ -53,11 +53,7 @@ pub struct Parsed<'a> {
 pub fn parse(src: &str) -> Parsed<'_> {
     let mut errors = Vec::new();
     let mut recovered = Vec::new();
-    let (result, stopped_at) = {
-        let mut lexer = Lexer::new(src, &mut errors);
-        let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lexer);
-        (result, lexer.stopped_at())
-    };
+    let result = grammar::FileParser::new().parse(src, &mut recovered, Lexer::new(src, &mut errors));
     let file = match result {
         Ok(file) => file,
         Err(e) => {
@@ -65,28 +61,9 @@ pub fn parse(src: &str) -> Parsed<'_> {
             ast::File::default()
         }
     };
-    for r in recovered {
-        // Past a nesting error the stream was cut short; what the parser says about
-        // the cut is a consequence, not a second mistake.
-        if let Some(stop) = stopped_at {
-            if error_offset(&r.error).is_none_or(|at| at >= stop) {
-                continue;
-            }
-        }
-        errors.push(parse_error(src, r.error));
-    }
+    errors.extend(recovered.into_iter().map(|r| parse_error(src, r.error)));
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     Parsed { file, errors }
-}
-
-fn error_offset(e: &ParseError<usize, Tok<'_>, ()>) -> Option<usize> {
-    match e {
-        ParseError::InvalidToken { location } | ParseError::UnrecognizedEof { location, .. } => Some(*location),
-        ParseError::UnrecognizedToken { token: (l, _, _), .. } | ParseError::ExtraToken { token: (l, _, _) } => {
-            Some(*l)
-        }
-        ParseError::User { .. } => None,
-    }
 }
 
 fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {

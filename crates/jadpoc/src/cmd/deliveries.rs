@@ -1,11 +1,137 @@
-//! `jadpoc deliveries` (not built yet).
+//! `jadpoc deliveries`: list deliveries, show one with its attempts, and the
+//! operator's retry. Works while a `jadpoc run` holds the store.
 
+use super::run::{DEFAULT_DB, open_store};
+use jadpo_check::program::DeliveryState;
+use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::store::{DeliveryFilter, RetryResult, Store};
+use jadpo_runtime::views;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct DeliveriesArgs {}
+pub struct DeliveriesArgs {
+    #[command(subcommand)]
+    command: Option<DeliveriesCommand>,
+    /// Only deliveries in this state.
+    #[arg(long, value_name = "STATE")]
+    state: Option<String>,
+    /// Only deliveries of this subscriber.
+    #[arg(long, value_name = "NAME")]
+    subscriber: Option<String>,
+    /// `text` for people, `json` for programs.
+    #[arg(long, value_enum, default_value = "text", global = true)]
+    format: Format,
+    /// The store.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB, global = true)]
+    db: PathBuf,
+}
 
-pub fn run(_args: DeliveriesArgs) -> ExitCode {
-    eprintln!("jadpoc: `deliveries` is not built yet");
-    ExitCode::from(2)
+#[derive(clap::Subcommand)]
+enum DeliveriesCommand {
+    /// Show one delivery with its attempts.
+    Show {
+        /// The delivery's id.
+        id: i64,
+    },
+    /// Retry failed or parked deliveries with a fresh budget.
+    Retry {
+        /// The deliveries' ids.
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()));
+}
+
+pub fn run(args: DeliveriesArgs) -> ExitCode {
+    let state = match args.state.as_deref().map(|s| DeliveryState::parse(s).ok_or(s)).transpose() {
+        Ok(s) => s,
+        Err(bad) => {
+            let all: Vec<&str> = DeliveryState::ALL.iter().map(|s| s.as_str()).collect();
+            eprintln!("jadpoc: `--state {bad}` is not a state (one of {})", all.join(", "));
+            return ExitCode::from(2);
+        }
+    };
+    let store = match open_store(&args.db, false) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let fail = |e: jadpo_runtime::store::StoreError| {
+        eprintln!("jadpoc: {e}");
+        ExitCode::from(2)
+    };
+    match args.command {
+        None => {
+            let filter = DeliveryFilter { state, subscriber: args.subscriber.clone(), limit: None };
+            let list = match store.deliveries(&filter) {
+                Ok(l) => l,
+                Err(e) => return fail(e),
+            };
+            match args.format {
+                Format::Json => print_json(&serde_json::Value::Array(list.iter().map(views::delivery_json).collect())),
+                Format::Text => {
+                    if list.is_empty() {
+                        println!("no deliveries");
+                    }
+                    for d in &list {
+                        println!("{}", views::delivery_line(d));
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Some(DeliveriesCommand::Show { id }) => match store.delivery(id) {
+            Ok(Some((d, history))) => {
+                match args.format {
+                    Format::Json => print_json(&views::delivery_with_history_json(&d, &history)),
+                    Format::Text => print!("{}", views::delivery_text(&d, &history)),
+                }
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                eprintln!("jadpoc: no delivery {id}");
+                ExitCode::from(1)
+            }
+            Err(e) => fail(e),
+        },
+        Some(DeliveriesCommand::Retry { ids }) => {
+            let results = match store.retry(&ids, SystemClock.now_ms()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let mut code = ExitCode::SUCCESS;
+            let mut out = Vec::new();
+            for (id, r) in ids.iter().zip(&results) {
+                let (word, note) = match r {
+                    RetryResult::Retried => ("retried", String::new()),
+                    RetryResult::NotFound => {
+                        code = ExitCode::from(1);
+                        ("not_found", format!("no delivery {id}"))
+                    }
+                    RetryResult::NotRetryable(s) => {
+                        code = ExitCode::from(1);
+                        ("not_retryable", format!("delivery {id} is {s}; only failed or parked deliveries can be retried"))
+                    }
+                };
+                match args.format {
+                    Format::Json => out.push(serde_json::json!({"id": id, "result": word})),
+                    Format::Text if note.is_empty() => println!("delivery {id}: retried with a fresh budget"),
+                    Format::Text => eprintln!("jadpoc: {note}"),
+                }
+            }
+            if args.format == Format::Json {
+                print_json(&serde_json::Value::Array(out));
+            }
+            code
+        }
+    }
 }

@@ -1,11 +1,228 @@
-//! `jadpoc run` (not built yet).
+//! `jadpoc run`: check the program, open the store, and run the outbox until
+//! SIGINT or SIGTERM. Logs go to stderr, one line per attempt outcome.
 
+use jadpo_check::program::Program;
+use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::ingest::{Ingest, serve};
+use jadpo_runtime::log::{LogFormat, Logger};
+use jadpo_runtime::store::{SqliteStore, Store};
+use jadpo_runtime::workers::{Runtime, RuntimeConfig};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The store used when `--db` is not given.
+pub const DEFAULT_DB: &str = ".jadpo/outbox.db";
 
 #[derive(clap::Args)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// The program's files or folders (`.` when none).
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The store (created with its folder if missing).
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
+    db: PathBuf,
+    /// Claim loops running deliveries.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
+    /// Put the fake driver in place of a connection's: `--fake ledger='unavailable*5,ok'`.
+    #[arg(long = "fake", value_name = "CONNECTION=ANSWERS")]
+    fakes: Vec<String>,
+    /// Also take events over HTTP at this address (`POST /events/NAME`); a bare port
+    /// binds to loopback.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// How log lines are written (to stderr).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormatArg,
+    /// Most deliveries one claim takes (for benchmarks).
+    #[arg(long, hide = true, default_value_t = 256)]
+    batch: usize,
+}
 
-pub fn run(_args: RunArgs) -> ExitCode {
-    eprintln!("jadpoc: `run` is not built yet");
-    ExitCode::from(2)
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
+/// Open (or create, with its folder) the store at `db`; a one-line message and
+/// exit 2 when it cannot be.
+pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
+    if !create && !db.exists() {
+        eprintln!(
+            "jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)",
+            db.display()
+        );
+        return Err(ExitCode::from(2));
+    }
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.exists()
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        eprintln!("jadpoc: cannot create `{}`: {e}", parent.display());
+        return Err(ExitCode::from(2));
+    }
+    SqliteStore::open(db).map_err(|e| {
+        eprintln!("jadpoc: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// The drivers for each connection, from `--fake` flags.
+fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Option<Arc<dyn Driver>>>, String> {
+    let mut drivers: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
+    for flag in fakes {
+        let Some((name, script)) = flag.split_once('=') else {
+            return Err(format!("`--fake {flag}` must be CONNECTION=ANSWERS"));
+        };
+        let Some(i) = program.connection(name.trim()) else {
+            let known: Vec<String> = program.connections.iter().map(|c| format!("`{}`", c.name)).collect();
+            return Err(format!(
+                "`--fake {flag}`: no connection `{}` (declared: {})",
+                name.trim(),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ));
+        };
+        let answers = parse_answers(script).map_err(|e| e.to_string())?;
+        drivers[i] = Some(Arc::new(FakeDriver::new(answers)));
+    }
+    Ok(drivers)
+}
+
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse()
+        .map_err(|_| format!("`--listen {s}` is not an address such as `127.0.0.1:7300`"))
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let program = match crate::load::program_for_run(&args.files) {
+        Ok(p) => Arc::new(p),
+        Err(code) => return code,
+    };
+    let drivers = match drivers(&program, &args.fakes) {
+        Ok(d) => d,
+        Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let listen = match args.listen.as_deref().map(listen_addr).transpose() {
+        Ok(a) => a,
+        Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let store: Arc<dyn Store> = match open_store(&args.db, true) {
+        Ok(s) => Arc::new(s),
+        Err(code) => return code,
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let logger = Arc::new(Logger::new(match args.log_format {
+        LogFormatArg::Text => LogFormat::Text,
+        LogFormatArg::Json => LogFormat::Json,
+    }));
+    let config = RuntimeConfig {
+        workers: usize::from(args.workers),
+        batch: args.batch.clamp(1, 4096),
+        ..RuntimeConfig::default()
+    };
+    let runtime = match Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config) {
+        Ok(r) => Arc::new(r),
+        Err(e) => {
+            eprintln!("jadpoc: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("jadpoc: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tokio.block_on(async move {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut server = None;
+        if let Some(addr) = listen {
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => {
+                    let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
+                    eprintln!("jadpoc: taking events at http://{shown}/events/NAME");
+                    let ingest = Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker() };
+                    server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
+                }
+                Err(e) => {
+                    eprintln!("jadpoc: cannot listen on `{addr}`: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        eprintln!(
+            "jadpoc: running {} subscriber{} and {} schedule{} on `{}` with {} worker{} (stop with ctrl-c)",
+            program.subscribers.len(),
+            if program.subscribers.len() == 1 { "" } else { "s" },
+            program.schedules.len(),
+            if program.schedules.len() == 1 { "" } else { "s" },
+            args.db.display(),
+            args.workers,
+            if args.workers == 1 { "" } else { "s" },
+        );
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let result = runtime.run(stop_rx).await;
+        if let Some(s) = server {
+            s.abort();
+        }
+        match result {
+            Ok(summary) => {
+                if summary.abandoned > 0 {
+                    eprintln!(
+                        "jadpoc: stopped; {} attempt{} still running come back when their leases end",
+                        summary.abandoned,
+                        if summary.abandoned == 1 { "" } else { "s" }
+                    );
+                } else {
+                    eprintln!("jadpoc: stopped");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("jadpoc: {e}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+/// SIGINT or SIGTERM.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -1,0 +1,158 @@
+//! The JSON and text shapes of `jadpoc deliveries` and `jadpoc status`
+//! (runtime.md's interface; more keys are welcome, these are kept).
+
+use crate::clock::rfc3339;
+use crate::store::{AttemptView, DeliveryView, StatusView};
+use serde_json::{Map, Value, json};
+
+/// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
+/// "attempts", "due_at", "held_since", "last_failure"}` and a few more.
+pub fn delivery_json(d: &DeliveryView) -> Value {
+    json!({
+        "id": d.id,
+        "event_id": d.event_id,
+        "event": d.event,
+        "subscriber": d.subscriber,
+        "connection": d.connection,
+        "state": d.state.as_str(),
+        "attempts": d.attempts,
+        "due_at": d.due_at_ms.map(rfc3339),
+        "held_since": d.held_since_ms.map(rfc3339),
+        "last_failure": d.last_failure.as_ref().map(|f| json!({"code": f.code, "kind": f.kind.as_str()})),
+        "lease_until": d.lease_until_ms.map(rfc3339),
+        "budget_start": rfc3339(d.budget_start_ms),
+        "held_ms": d.held_ms,
+        "created_at": rfc3339(d.created_at_ms),
+    })
+}
+
+/// An attempt of a delivery's history.
+pub fn attempt_json(a: &AttemptView) -> Value {
+    json!({
+        "attempt": a.attempt,
+        "started_at": rfc3339(a.started_at_ms),
+        "duration_ms": a.duration_ms,
+        "outcome": a.outcome,
+        "code": a.code,
+        "kind": a.kind,
+        "http_status": a.http_status,
+    })
+}
+
+/// `deliveries show`: the delivery with its `"history"`.
+pub fn delivery_with_history_json(d: &DeliveryView, history: &[AttemptView]) -> Value {
+    let mut v = delivery_json(d);
+    if let Value::Object(o) = &mut v {
+        o.insert(
+            "history".into(),
+            Value::Array(history.iter().map(attempt_json).collect()),
+        );
+    }
+    v
+}
+
+/// `{"states": {...}, "subscribers": {NAME: {STATE: N}}, "breakers_open": N,
+/// "oldest_pending_s": S}`.
+pub fn status_json(s: &StatusView) -> Value {
+    let states: Map<String, Value> = s
+        .states
+        .iter()
+        .map(|(st, n)| (st.as_str().to_string(), json!(n)))
+        .collect();
+    let subscribers: Map<String, Value> = s
+        .subscribers
+        .iter()
+        .map(|(name, counts)| {
+            let c: Map<String, Value> = counts
+                .iter()
+                .map(|(st, n)| (st.as_str().to_string(), json!(n)))
+                .collect();
+            (name.clone(), Value::Object(c))
+        })
+        .collect();
+    json!({
+        "states": states,
+        "subscribers": subscribers,
+        "breakers_open": s.breakers_open,
+        "oldest_pending_s": s.oldest_pending_s,
+    })
+}
+
+/// One line per delivery for people.
+pub fn delivery_line(d: &DeliveryView) -> String {
+    let mut line = format!(
+        "{:>8}  {:<9}  {:>2} attempt{}  {}  ({} #{})",
+        d.id,
+        d.state.as_str(),
+        d.attempts,
+        if d.attempts == 1 { " " } else { "s" },
+        d.subscriber,
+        d.event,
+        d.event_id
+    );
+    if let Some(due) = d.due_at_ms {
+        line.push_str(&format!("  due {}", rfc3339(due)));
+    }
+    if let Some(f) = &d.last_failure {
+        line.push_str(&format!("  last failure {} ({})", f.kind.as_str(), f.code));
+    }
+    line
+}
+
+/// A delivery and its history for people.
+pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
+    let mut out = format!(
+        "delivery {}\n  event       {} #{}\n  subscriber  {}\n  connection  {}\n  state       {}\n  attempts    {}\n",
+        d.id, d.event, d.event_id, d.subscriber, d.connection, d.state.as_str(), d.attempts
+    );
+    if let Some(due) = d.due_at_ms {
+        out.push_str(&format!("  due at      {}\n", rfc3339(due)));
+    }
+    if let Some(h) = d.held_since_ms {
+        out.push_str(&format!("  held since  {}\n", rfc3339(h)));
+    }
+    if let Some(f) = &d.last_failure {
+        out.push_str(&format!("  last failure {} ({})\n", f.kind.as_str(), f.code));
+    }
+    out.push_str("  history\n");
+    if history.is_empty() {
+        out.push_str("    (no attempts yet)\n");
+    }
+    for a in history {
+        out.push_str(&format!(
+            "    #{} {} {}ms {}",
+            a.attempt,
+            rfc3339(a.started_at_ms),
+            a.duration_ms,
+            a.outcome
+        ));
+        if let (Some(k), Some(c)) = (&a.kind, &a.code) {
+            out.push_str(&format!(" {k} ({c})"));
+        }
+        if let Some(s) = a.http_status {
+            out.push_str(&format!(" http {s}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `jadpoc status` for people.
+pub fn status_text(s: &StatusView) -> String {
+    let counts = |c: &[(jadpo_check::program::DeliveryState, u64)]| {
+        c.iter()
+            .map(|(st, n)| format!("{} {n}", st.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!("deliveries: {}\n", counts(&s.states));
+    for (name, c) in &s.subscribers {
+        out.push_str(&format!("  {name}: {}\n", counts(c)));
+    }
+    out.push_str(&format!("breakers open: {}\n", s.breakers_open));
+    match s.oldest_pending_s {
+        Some(age) => out.push_str(&format!("oldest pending: {age}s\n")),
+        None => out.push_str("oldest pending: none\n"),
+    }
+    out
+}

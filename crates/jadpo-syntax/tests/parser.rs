@@ -1,0 +1,97 @@
+//! The parser's recovery and robustness: it never fails, resumes at the next
+//! declaration, and survives any input.
+
+use jadpo_syntax::SyntaxErrorKind as K;
+use jadpo_syntax::ast::{Body, DeclKind, ValueKind};
+use jadpo_syntax::parse;
+use proptest::prelude::*;
+
+#[test]
+fn each_broken_declaration_is_reported_once_and_keeps_its_name() {
+    let src = "event A { x: }\nevent B { y: string }\nsubscriber s { on: A run: f(( event.x ) }\nconnection c { url: \"http://x\" retry: { attempts 3 } }\n";
+    let p = parse(src);
+    let kinds: Vec<_> = p.errors.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, vec![K::UnexpectedToken; 3]);
+    let names: Vec<_> = p.file.decls.iter().map(|d| (d.kind, d.name.text, matches!(d.body, Body::Broken))).collect();
+    assert_eq!(names, vec![
+        (DeclKind::Event, "A", true),
+        (DeclKind::Event, "B", false),
+        (DeclKind::Subscriber, "s", true),
+        (DeclKind::Connection, "c", true),
+    ]);
+}
+
+#[test]
+fn entries_separate_by_newlines_or_commas() {
+    for src in [
+        "subscriber s { retry: { attempts: 20  within: 3d } }",
+        "subscriber s { retry: { attempts: 20, within: 3d, } }",
+        "subscriber s {\n retry: {\n attempts: 20\n within: 3d\n }\n}",
+    ] {
+        let p = parse(src);
+        assert!(p.errors.is_empty(), "{src}: {:?}", p.errors);
+        let Body::Block { block, .. } = &p.file.decls[0].body else { panic!("{src}") };
+        let ValueKind::Block(retry) = &block.entries[0].value.kind else { panic!("{src}") };
+        assert_eq!(retry.entries.len(), 2, "{src}");
+    }
+}
+
+#[test]
+fn the_end_of_the_file_points_at_the_last_character() {
+    let src = "subscriber s { on: E  \n\n";
+    let p = parse(src);
+    assert_eq!(p.errors.len(), 1);
+    assert_eq!(p.errors[0].kind, K::UnexpectedEof);
+    assert_eq!(&src[p.errors[0].span.range()], "E");
+}
+
+#[test]
+fn test_blocks_parse_their_steps() {
+    let src = r#"test "ledger down" {
+        fake ledger: [unavailable * 5, rate_limited(2m), ok]
+        emit PaymentReceived { payment_id: "p1" }
+        wait 3d
+        retry record
+        expect record { state: succeeded attempts: 6 }
+        expect breaker ledger { state: closed alerts: 1 }
+        expect breaker { state: failed }
+    }"#;
+    let p = parse(src);
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    let Body::Steps { title, steps } = &p.file.decls[0].body else { panic!("steps") };
+    assert_eq!(title, "ledger down");
+    assert_eq!(steps.len(), 7);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    for (open, close) in [("[", "]"), ("{ a: ", "}"), ("f(", ")")] {
+        let src = format!("subscriber s {{ retry: {}{} }}\nevent E {{ a: string }}", open.repeat(100_000), close.repeat(100_000));
+        let p = parse(&src);
+        assert_eq!(p.errors.len(), 1, "{open}: {:?}", p.errors.first());
+        assert_eq!(p.errors[0].kind, K::NestingTooDeep);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let text = String::from_utf8_lossy(&bytes);
+        let p = parse(&text);
+        for e in &p.errors {
+            prop_assert!(e.span.end as usize <= text.len());
+            prop_assert!(text.is_char_boundary(e.span.start as usize) && text.is_char_boundary(e.span.end as usize));
+        }
+    }
+
+    #[test]
+    fn mutated_programs_never_panic(cut in 0usize..600, insert in "[{}()\\[\\]:,.?*\"/a-z0-9 \n\\\\]{0,8}") {
+        let base = "event E { a: string\n b: int? }\nconnection c { url: \"http://x\" retry: { attempts: 3 } }\naction f(a: string) { via: c }\nsubscriber s { on: E run: f(event.a) retry: { attempts: 20 within: 3d } }\ntest \"t\" { fake c: [unavailable * 5, ok] emit E { a: \"x\" } wait 1h expect s { state: succeeded } }\n";
+        let at = cut.min(base.len());
+        let at = (0..=at).rev().find(|&i| base.is_char_boundary(i)).unwrap_or(0);
+        let text = format!("{}{}{}", &base[..at], insert, &base[at..]);
+        let _ = parse(&text);
+    }
+}
