@@ -62,7 +62,9 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     // again by whatever holds it.
     let placeholders: Vec<(usize, Span)> = diags
         .iter()
-        .filter(|d| matches!(d.code, Code::SyntaxInvalidNumber | Code::SyntaxInvalidDuration | Code::SyntaxNestingTooDeep))
+        .filter(|d| {
+            matches!(d.code, Code::SyntaxInvalidNumber | Code::SyntaxInvalidDuration | Code::SyntaxNestingTooDeep)
+        })
         .map(|d| (d.file, d.span))
         .collect();
     if !placeholders.is_empty() {
@@ -238,8 +240,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             }
             None => {
                 let help = did_you_mean(name.text, self.candidates(kind));
-                let d = Diagnostic::new(code, file, name.span, format!("no {} is named `{}`", kind.keyword(), name.text))
-                    .help_opt(help);
+                let d =
+                    Diagnostic::new(code, file, name.span, format!("no {} is named `{}`", kind.keyword(), name.text))
+                        .help_opt(help);
                 self.push(d);
                 None
             }
@@ -320,7 +323,11 @@ impl<'d, 'a> Cx<'d, 'a> {
             }
             if !allowed.contains(&key) || entry.key.quoted {
                 let list = allowed.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-                let mut help = format!("a{} {} takes {list}", if decl.kind == DeclKind::Event { "n" } else { "" }, decl.kind.keyword());
+                let mut help = format!(
+                    "a{} {} takes {list}",
+                    if matches!(decl.kind, DeclKind::Event | DeclKind::Action) { "n" } else { "" },
+                    decl.kind.keyword()
+                );
                 if let Some(s) = did_you_mean(key, allowed.iter().copied()) {
                     help = format!("{s}; {help}");
                 }
@@ -335,9 +342,10 @@ impl<'d, 'a> Cx<'d, 'a> {
                 continue;
             }
             if let Some(first) = seen.get(key) {
-                let d = Diagnostic::new(Code::DeclDuplicateKey, file, entry.key.span, format!("`{key}` is given twice"))
-                    .label(file, first.key.span, "first given here")
-                    .help("keep one of them");
+                let d =
+                    Diagnostic::new(Code::DeclDuplicateKey, file, entry.key.span, format!("`{key}` is given twice"))
+                        .label(file, first.key.span, "first given here")
+                        .help("keep one of them");
                 self.push(d);
                 continue;
             }
@@ -430,7 +438,13 @@ impl<'d, 'a> Cx<'d, 'a> {
             }
         }
         if let Some(e) = keys.get("timeout") {
-            self.duration_in(file, &e.value, CALL_TIMEOUT_RANGE_MS, Code::ConnectionTimeoutInvalid, "a connection's `timeout:`");
+            self.duration_in(
+                file,
+                &e.value,
+                CALL_TIMEOUT_RANGE_MS,
+                Code::ConnectionTimeoutInvalid,
+                "a connection's `timeout:`",
+            );
         }
         if let Some(e) = keys.get("retry") {
             self.connection_retry(file, &e.value);
@@ -447,8 +461,13 @@ impl<'d, 'a> Cx<'d, 'a> {
         let code = Code::ConnectionRetryInvalid;
         let ValueKind::Block(block) = &value.kind else {
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`retry:` takes a block, found {}", value.kind.describe()))
-                    .help("write `retry: { attempts: 3 }`"),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`retry:` takes a block, found {}", value.kind.describe()),
+                )
+                .help("write `retry: { attempts: 3 }`"),
             );
             return;
         };
@@ -456,11 +475,18 @@ impl<'d, 'a> Cx<'d, 'a> {
         for entry in &block.entries {
             if entry.key.text != "attempts" || entry.key.quoted {
                 self.push(
-                    Diagnostic::new(code, file, entry.key.span, format!("`{}` is not a key of a connection's `retry:`", entry.key.text))
-                        .help("a connection's `retry:` takes only `attempts:`"),
+                    Diagnostic::new(
+                        code,
+                        file,
+                        entry.key.span,
+                        format!("`{}` is not a key of a connection's `retry:`", entry.key.text),
+                    )
+                    .help("a connection's `retry:` takes only `attempts:`"),
                 );
             } else if seen {
-                self.push(Diagnostic::new(code, file, entry.key.span, "`attempts` is given twice").help("keep one of them"));
+                self.push(
+                    Diagnostic::new(code, file, entry.key.span, "`attempts` is given twice").help("keep one of them"),
+                );
             } else {
                 seen = true;
                 self.int_in(file, &entry.value, CONNECTION_ATTEMPTS_RANGE, code, "a connection's `attempts:`");
@@ -470,67 +496,151 @@ impl<'d, 'a> Cx<'d, 'a> {
 
     fn headers(&mut self, file: usize, value: &Value<'a>) {
         let code = Code::ConnectionHeaderInvalid;
-        let help = "write `headers: { \"Authorization\": env(\"LEDGER_TOKEN\") }`; values are strings or `env(\"NAME\")`";
+        let help =
+            "write `headers: { \"Authorization\": env(\"LEDGER_TOKEN\") }`; values are strings or `env(\"NAME\")`";
         let ValueKind::Block(block) = &value.kind else {
-            self.push(Diagnostic::new(code, file, value.span, format!("`headers:` takes a block, found {}", value.kind.describe())).help(help));
+            self.push(
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`headers:` takes a block, found {}", value.kind.describe()),
+                )
+                .help(help),
+            );
             return;
         };
         let mut names: Vec<String> = Vec::new();
         for entry in &block.entries {
             let lower = entry.key.text.to_ascii_lowercase();
             if !is_header_name(&entry.key.text) {
-                self.push(Diagnostic::new(code, file, entry.key.span, format!("`{}` is not a header name", entry.key.text)).help(help));
+                self.push(
+                    Diagnostic::new(code, file, entry.key.span, format!("`{}` is not a header name", entry.key.text))
+                        .help("a header name is ASCII letters, digits and `-`, such as `\"X-Request-Source\"`"),
+                );
             } else if names.contains(&lower) {
-                self.push(Diagnostic::new(code, file, entry.key.span, format!("the header `{}` is given twice", entry.key.text)));
+                self.push(Diagnostic::new(
+                    code,
+                    file,
+                    entry.key.span,
+                    format!("the header `{}` is given twice", entry.key.text),
+                ));
             }
             names.push(lower);
             if header_value(&entry.value).is_none() {
                 self.push(
-                    Diagnostic::new(code, file, entry.value.span, format!("a header's value is a string or `env(\"NAME\")`, found {}", entry.value.kind.describe()))
-                        .help(help),
+                    Diagnostic::new(
+                        code,
+                        file,
+                        entry.value.span,
+                        format!(
+                            "a header's value is a string or `env(\"NAME\")`, found {}",
+                            entry.value.kind.describe()
+                        ),
+                    )
+                    .help(help),
                 );
             }
         }
     }
 
-    fn duration_in(&mut self, file: usize, value: &Value<'a>, range: (u64, u64), code: Code, what: &str) -> Option<u64> {
-        let accepted = format!("{what} takes a duration from {} to {}", format_duration(range.0), format_duration(range.1));
+    fn duration_in(
+        &mut self,
+        file: usize,
+        value: &Value<'a>,
+        range: (u64, u64),
+        code: Code,
+        what: &str,
+    ) -> Option<u64> {
+        let accepted =
+            format!("{what} takes a duration from {} to {}", format_duration(range.0), format_duration(range.1));
         match value.kind {
             ValueKind::Duration(ms) if ms >= range.0 && ms <= range.1 => Some(ms),
             ValueKind::Duration(ms) => {
-                self.push(Diagnostic::new(code, file, value.span, format!("{what} must be {} to {}, found `{}`", format_duration(range.0), format_duration(range.1), format_duration(ms))).help(accepted));
+                self.push(
+                    Diagnostic::new(
+                        code,
+                        file,
+                        value.span,
+                        format!(
+                            "{what} must be {} to {}, found `{}`",
+                            format_duration(range.0),
+                            format_duration(range.1),
+                            format_duration(ms)
+                        ),
+                    )
+                    .help(accepted),
+                );
                 None
             }
             _ => {
-                self.push(Diagnostic::new(code, file, value.span, format!("{what} takes a duration, found {}", value.kind.describe())).help(accepted));
+                self.push(
+                    Diagnostic::new(
+                        code,
+                        file,
+                        value.span,
+                        format!("{what} takes a duration, found {}", value.kind.describe()),
+                    )
+                    .help(accepted),
+                );
                 None
             }
         }
     }
 
-    fn int_in<T: Into<i64> + Copy>(&mut self, file: usize, value: &Value<'a>, range: (T, T), code: Code, what: &str) -> Option<u32> {
+    fn int_in<T: Into<i64> + Copy>(
+        &mut self,
+        file: usize,
+        value: &Value<'a>,
+        range: (T, T),
+        code: Code,
+        what: &str,
+    ) -> Option<u32> {
         let (lo, hi) = (range.0.into(), range.1.into());
         match value.kind {
             ValueKind::Int(n) if n >= lo && n <= hi => Some(n as u32),
             ValueKind::Int(n) => {
-                self.push(Diagnostic::new(code, file, value.span, format!("{what} must be {lo} to {hi}, found `{n}`")).help(format!("{what} takes an integer from {lo} to {hi}")));
+                self.push(
+                    Diagnostic::new(code, file, value.span, format!("{what} must be {lo} to {hi}, found `{n}`"))
+                        .help(format!("{what} takes an integer from {lo} to {hi}")),
+                );
                 None
             }
             _ => {
-                self.push(Diagnostic::new(code, file, value.span, format!("{what} takes an integer, found {}", value.kind.describe())).help(format!("{what} takes an integer from {lo} to {hi}")));
+                self.push(
+                    Diagnostic::new(
+                        code,
+                        file,
+                        value.span,
+                        format!("{what} takes an integer, found {}", value.kind.describe()),
+                    )
+                    .help(format!("{what} takes an integer from {lo} to {hi}")),
+                );
                 None
             }
         }
     }
 
-    fn action(&mut self, index: usize, file: usize, decl: &Decl<'a>, params: &[jadpo_syntax::ast::Param<'a>], block: &Block<'a>) {
+    fn action(
+        &mut self,
+        index: usize,
+        file: usize,
+        decl: &Decl<'a>,
+        params: &[jadpo_syntax::ast::Param<'a>],
+        block: &Block<'a>,
+    ) {
         let mut types: Vec<(&'a str, Option<Type>)> = Vec::with_capacity(params.len());
         let mut spans: Vec<Span> = Vec::new();
         let mut duplicate = false;
         for param in params {
             if let Some(i) = types.iter().position(|(n, _)| *n == param.name.text) {
-                let d = Diagnostic::new(Code::ActionDuplicateParam, file, param.name.span, format!("the parameter `{}` is declared twice", param.name.text))
-                    .label(file, spans[i], "first declared here");
+                let d = Diagnostic::new(
+                    Code::ActionDuplicateParam,
+                    file,
+                    param.name.span,
+                    format!("the parameter `{}` is declared twice", param.name.text),
+                )
+                .label(file, spans[i], "first declared here");
                 self.push(d);
                 duplicate = true;
                 continue;
@@ -540,7 +650,15 @@ impl<'d, 'a> Cx<'d, 'a> {
                 None => {
                     let help = did_you_mean(param.ty.name.text, ["string", "int", "float", "bool", "time"].into_iter())
                         .unwrap_or_else(|| format!("a type is {EVENT_TYPES}, with `?` when it may be absent"));
-                    self.push(Diagnostic::new(Code::ActionParamTypeUnknown, file, param.ty.name.span, format!("`{}` is not a type", param.ty.name.text)).help(help));
+                    self.push(
+                        Diagnostic::new(
+                            Code::ActionParamTypeUnknown,
+                            file,
+                            param.ty.name.span,
+                            format!("`{}` is not a type", param.ty.name.text),
+                        )
+                        .help(help),
+                    );
                     None
                 }
             };
@@ -552,27 +670,52 @@ impl<'d, 'a> Cx<'d, 'a> {
         let keys = self.keys(file, decl, block, &["via", "path", "idempotent"], &[]);
         match keys.get("via") {
             None => self.push(
-                Diagnostic::new(Code::ActionMissingVia, file, decl.name.span, format!("the action `{}` has no `via:`", decl.name.text))
-                    .help("add `via: CONNECTION`, the connection it calls through"),
+                Diagnostic::new(
+                    Code::ActionMissingVia,
+                    file,
+                    decl.name.span,
+                    format!("the action `{}` has no `via:`", decl.name.text),
+                )
+                .help("add `via: CONNECTION`, the connection it calls through"),
             ),
             Some(e) => match e.value.kind {
                 ValueKind::Ident { name, optional: false } => {
                     let n = Name { text: name, span: e.value.span };
                     self.resolve(file, DeclKind::Connection, n, Code::ActionUnknownConnection);
                 }
-                _ => self.invalid_value(file, &e.value, format!("`via:` takes a connection's name, found {}", e.value.kind.describe()), "write `via: ledger`"),
+                _ => self.invalid_value(
+                    file,
+                    &e.value,
+                    format!("`via:` takes a connection's name, found {}", e.value.kind.describe()),
+                    "write `via: ledger`",
+                ),
             },
         }
         if let Some(e) = keys.get("path") {
             match &e.value.kind {
                 ValueKind::Str(s) if s.starts_with('/') && !s.chars().any(char::is_whitespace) => {}
-                ValueKind::Str(s) => self.invalid_value(file, &e.value, format!("`path:` must start with `/` and hold no spaces, found `{s}`"), "write `path: \"/payments\"`"),
-                other => self.invalid_value(file, &e.value, format!("`path:` takes a string, found {}", other.describe()), "write `path: \"/payments\"`"),
+                ValueKind::Str(s) => self.invalid_value(
+                    file,
+                    &e.value,
+                    format!("`path:` must start with `/` and hold no spaces, found `{s}`"),
+                    "write `path: \"/payments\"`",
+                ),
+                other => self.invalid_value(
+                    file,
+                    &e.value,
+                    format!("`path:` takes a string, found {}", other.describe()),
+                    "write `path: \"/payments\"`",
+                ),
             }
         }
         if let Some(e) = keys.get("idempotent") {
             if !matches!(e.value.kind, ValueKind::Bool(_)) {
-                self.invalid_value(file, &e.value, format!("`idempotent:` takes `true` or `false`, found {}", e.value.kind.describe()), "write `idempotent: true` when repeating the call does no harm");
+                self.invalid_value(
+                    file,
+                    &e.value,
+                    format!("`idempotent:` takes `true` or `false`, found {}", e.value.kind.describe()),
+                    "write `idempotent: true` when repeating the call does no harm",
+                );
             }
         }
     }
@@ -583,17 +726,30 @@ impl<'d, 'a> Cx<'d, 'a> {
         let event: Option<Option<usize>> = match keys.get("on") {
             None => {
                 self.push(
-                    Diagnostic::new(Code::SubscriberMissingOn, file, decl.name.span, format!("the subscriber `{}` has no `on:`", decl.name.text))
-                        .help("add `on: EVENT`, the event it subscribes to"),
+                    Diagnostic::new(
+                        Code::SubscriberMissingOn,
+                        file,
+                        decl.name.span,
+                        format!("the subscriber `{}` has no `on:`", decl.name.text),
+                    )
+                    .help("add `on: EVENT`, the event it subscribes to"),
                 );
                 Some(None)
             }
             Some(e) => match e.value.kind {
-                ValueKind::Ident { name, optional: false } => {
-                    Some(self.resolve(file, DeclKind::Event, Name { text: name, span: e.value.span }, Code::SubscriberUnknownEvent))
-                }
+                ValueKind::Ident { name, optional: false } => Some(self.resolve(
+                    file,
+                    DeclKind::Event,
+                    Name { text: name, span: e.value.span },
+                    Code::SubscriberUnknownEvent,
+                )),
                 _ => {
-                    self.invalid_value(file, &e.value, format!("`on:` takes an event's name, found {}", e.value.kind.describe()), "write `on: PaymentReceived`");
+                    self.invalid_value(
+                        file,
+                        &e.value,
+                        format!("`on:` takes an event's name, found {}", e.value.kind.describe()),
+                        "write `on: PaymentReceived`",
+                    );
                     Some(None)
                 }
             },
@@ -601,8 +757,13 @@ impl<'d, 'a> Cx<'d, 'a> {
         let event = event.flatten();
         match keys.get("run") {
             None => self.push(
-                Diagnostic::new(Code::SubscriberMissingRun, file, decl.name.span, format!("the subscriber `{}` has no `run:`", decl.name.text))
-                    .help("add `run: ACTION(event.FIELD, ...)`, the action it runs"),
+                Diagnostic::new(
+                    Code::SubscriberMissingRun,
+                    file,
+                    decl.name.span,
+                    format!("the subscriber `{}` has no `run:`", decl.name.text),
+                )
+                .help("add `run: ACTION(event.FIELD, ...)`, the action it runs"),
             ),
             Some(e) => {
                 let call = self.call(file, &e.value, CallSite::Subscriber(event));
@@ -616,7 +777,13 @@ impl<'d, 'a> Cx<'d, 'a> {
         };
         self.resolved[index].timeout_ms = match keys.get("timeout") {
             Some(e) => self
-                .duration_in(file, &e.value, RUN_TIMEOUT_RANGE_MS, Code::SubscriberTimeoutInvalid, "a subscriber's `timeout:`")
+                .duration_in(
+                    file,
+                    &e.value,
+                    RUN_TIMEOUT_RANGE_MS,
+                    Code::SubscriberTimeoutInvalid,
+                    "a subscriber's `timeout:`",
+                )
                 .unwrap_or(DEFAULT_RUN_TIMEOUT_MS),
             None => DEFAULT_RUN_TIMEOUT_MS,
         };
@@ -627,8 +794,13 @@ impl<'d, 'a> Cx<'d, 'a> {
         let mut budget = p::Budget::default();
         let ValueKind::Block(block) = &value.kind else {
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`retry:` takes a block, found {}", value.kind.describe()))
-                    .help("write `retry: { attempts: 20  within: 3d }`"),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`retry:` takes a block, found {}", value.kind.describe()),
+                )
+                .help("write `retry: { attempts: 20  within: 3d }`"),
             );
             return budget;
         };
@@ -637,14 +809,18 @@ impl<'d, 'a> Cx<'d, 'a> {
         for entry in &block.entries {
             let key: &str = &entry.key.text;
             if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
-                self.push(Diagnostic::new(code, file, entry.key.span, format!("`{key}` is given twice in `retry:`")).label(file, *first, "first given here").help("keep one of them"));
+                self.push(
+                    Diagnostic::new(code, file, entry.key.span, format!("`{key}` is given twice in `retry:`"))
+                        .label(file, *first, "first given here")
+                        .help("keep one of them"),
+                );
                 valid = false;
                 continue;
             }
             match key {
                 "attempts" if !entry.key.quoted => {
                     seen.push((key, entry.key.span));
-                    match self.int_in(file, &entry.value, ATTEMPTS_RANGE, code, "`attempts`") {
+                    match self.int_in(file, &entry.value, ATTEMPTS_RANGE, code, "`attempts:`") {
                         Some(n) => {
                             budget.attempts = n;
                             budget.default_attempts = false;
@@ -657,11 +833,30 @@ impl<'d, 'a> Cx<'d, 'a> {
                     let ok = match entry.value.kind {
                         ValueKind::Duration(ms) if ms > 0 && ms <= MAX_WITHIN_MS => Some(ms),
                         ValueKind::Duration(ms) => {
-                            self.push(Diagnostic::new(code, file, entry.value.span, format!("`within` must be more than 0 and at most 30d, found `{}`", format_duration(ms))).help("`within:` takes a duration more than 0 and at most 30d"));
+                            self.push(
+                                Diagnostic::new(
+                                    code,
+                                    file,
+                                    entry.value.span,
+                                    format!(
+                                        "`within` must be more than 0 and at most 30d, found `{}`",
+                                        format_duration(ms)
+                                    ),
+                                )
+                                .help("`within:` takes a duration more than 0 and at most 30d"),
+                            );
                             None
                         }
                         _ => {
-                            self.push(Diagnostic::new(code, file, entry.value.span, format!("`within` takes a duration, found {}", entry.value.kind.describe())).help("`within:` takes a duration more than 0 and at most 30d, such as `3d`"));
+                            self.push(
+                                Diagnostic::new(
+                                    code,
+                                    file,
+                                    entry.value.span,
+                                    format!("`within:` takes a duration, found {}", entry.value.kind.describe()),
+                                )
+                                .help("`within:` takes a duration more than 0 and at most 30d, such as `3d`"),
+                            );
                             None
                         }
                     };
@@ -678,7 +873,10 @@ impl<'d, 'a> Cx<'d, 'a> {
                         Some(s) => format!("{s}; `retry:` takes `attempts:` and `within:`"),
                         None => "`retry:` takes `attempts:` and `within:`".to_string(),
                     };
-                    self.push(Diagnostic::new(code, file, entry.key.span, format!("`{key}` is not a key of `retry:`")).help(help));
+                    self.push(
+                        Diagnostic::new(code, file, entry.key.span, format!("`{key}` is not a key of `retry:`"))
+                            .help(help),
+                    );
                     valid = false;
                 }
             }
@@ -711,22 +909,34 @@ impl<'d, 'a> Cx<'d, 'a> {
     }
 
     fn schedule(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
-        let special = [("retry", Code::ScheduleRetryNotAllowed, "a schedule has no `retry:`: its next due time is its retry")];
+        let special =
+            [("retry", Code::ScheduleRetryNotAllowed, "a schedule has no `retry:`: its next due time is its retry")];
         let keys = self.keys(file, decl, block, &["every", "run"], &special);
         match keys.get("every") {
             None => self.push(
-                Diagnostic::new(Code::ScheduleEveryInvalid, file, decl.name.span, format!("the schedule `{}` has no `every:`", decl.name.text))
-                    .help("add `every: 1h`; a schedule runs every 1s to 30d"),
+                Diagnostic::new(
+                    Code::ScheduleEveryInvalid,
+                    file,
+                    decl.name.span,
+                    format!("the schedule `{}` has no `every:`", decl.name.text),
+                )
+                .help("add `every: 1h`; a schedule runs every 1s to 30d"),
             ),
             Some(e) => {
-                self.resolved[index].every_ms =
-                    self.duration_in(file, &e.value, EVERY_RANGE_MS, Code::ScheduleEveryInvalid, "`every:`").unwrap_or(0);
+                self.resolved[index].every_ms = self
+                    .duration_in(file, &e.value, EVERY_RANGE_MS, Code::ScheduleEveryInvalid, "`every:`")
+                    .unwrap_or(0);
             }
         }
         match keys.get("run") {
             None => self.push(
-                Diagnostic::new(Code::ScheduleMissingRun, file, decl.name.span, format!("the schedule `{}` has no `run:`", decl.name.text))
-                    .help("add `run: ACTION(...)` with literal arguments"),
+                Diagnostic::new(
+                    Code::ScheduleMissingRun,
+                    file,
+                    decl.name.span,
+                    format!("the schedule `{}` has no `run:`", decl.name.text),
+                )
+                .help("add `run: ACTION(...)` with literal arguments"),
             ),
             Some(e) => {
                 let call = self.call(file, &e.value, CallSite::Schedule);
@@ -739,7 +949,12 @@ impl<'d, 'a> Cx<'d, 'a> {
     /// Checks a `run:` call; returns it resolved when everything about it is right.
     fn call(&mut self, file: usize, value: &Value<'a>, site: CallSite) -> Option<p::Call> {
         let ValueKind::Call { name, args } = &value.kind else {
-            self.invalid_value(file, value, format!("`run:` takes one action call, found {}", value.kind.describe()), "write `run: record_payment(event.payment_id)`");
+            self.invalid_value(
+                file,
+                value,
+                format!("`run:` takes one action call, found {}", value.kind.describe()),
+                "write `run: record_payment(event.payment_id)`",
+            );
             return None;
         };
         let action = self.resolve(file, DeclKind::Action, *name, Code::RunUnknownAction)?;
@@ -753,7 +968,14 @@ impl<'d, 'a> Cx<'d, 'a> {
                 Code::RunArityMismatch,
                 file,
                 name.span,
-                format!("`{}` takes {} argument{}, but {} {} given", name.text, params.len(), plural(params.len()), args.len(), if args.len() == 1 { "is" } else { "are" }),
+                format!(
+                    "`{}` takes {} argument{}, but {} {} given",
+                    name.text,
+                    params.len(),
+                    plural(params.len()),
+                    args.len(),
+                    if args.len() == 1 { "is" } else { "are" }
+                ),
             )
             .label(afile, adecl.name.span, format!("`{}` is declared here", name.text));
             self.push(d);
@@ -770,14 +992,27 @@ impl<'d, 'a> Cx<'d, 'a> {
     }
 
     /// Checks one argument against its parameter (when there is one).
-    fn argument(&mut self, file: usize, arg: &Value<'a>, site: CallSite, param: Option<(&'a str, Option<Type>)>) -> Option<p::Arg> {
+    fn argument(
+        &mut self,
+        file: usize,
+        arg: &Value<'a>,
+        site: CallSite,
+        param: Option<(&'a str, Option<Type>)>,
+    ) -> Option<p::Arg> {
         let (found, lowered): (Type, p::Arg) = match &arg.kind {
-            ValueKind::Path(segments) if segments[0].text == "event" && segments[0].span.end - segments[0].span.start == 5 => {
+            ValueKind::Path(segments)
+                if segments[0].text == "event" && segments[0].span.end - segments[0].span.start == 5 =>
+            {
                 let event = match site {
                     CallSite::Schedule => {
                         self.push(
-                            Diagnostic::new(Code::ScheduleEventReference, file, arg.span, format!("a schedule has no event, so `{}` means nothing here", path_text(segments)))
-                                .help("pass literals to a schedule's action"),
+                            Diagnostic::new(
+                                Code::ScheduleEventReference,
+                                file,
+                                arg.span,
+                                format!("a schedule has no event, so `{}` means nothing here", path_text(segments)),
+                            )
+                            .help("pass literals to a schedule's action"),
                         );
                         return None;
                     }
@@ -785,7 +1020,15 @@ impl<'d, 'a> Cx<'d, 'a> {
                     CallSite::Subscriber(Some(e)) => e,
                 };
                 if segments.len() != 2 {
-                    self.push(Diagnostic::new(Code::RunInvalidArgument, file, arg.span, format!("`{}` is not an event field: fields have no fields", path_text(segments))).help("pass `event.FIELD`"));
+                    self.push(
+                        Diagnostic::new(
+                            Code::RunInvalidArgument,
+                            file,
+                            arg.span,
+                            format!("`{}` is not an event field: fields have no fields", path_text(segments)),
+                        )
+                        .help("pass `event.FIELD`"),
+                    );
                     return None;
                 }
                 let field = segments[1];
@@ -793,29 +1036,58 @@ impl<'d, 'a> Cx<'d, 'a> {
                 let Some((_, ty)) = fields.iter().find(|(n, _)| *n == field.text) else {
                     let (_, edecl) = self.decls[event];
                     let help = did_you_mean(field.text, fields.iter().map(|(n, _)| *n)).unwrap_or_else(|| {
-                        format!("`{}` has the fields {}", edecl.name.text, fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+                        format!(
+                            "`{}` has the fields {}",
+                            edecl.name.text,
+                            fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        )
                     });
-                    self.push(Diagnostic::new(Code::RunUnknownField, file, field.span, format!("the event `{}` has no field `{}`", edecl.name.text, field.text)).help(help));
+                    self.push(
+                        Diagnostic::new(
+                            Code::RunUnknownField,
+                            file,
+                            field.span,
+                            format!("the event `{}` has no field `{}`", edecl.name.text, field.text),
+                        )
+                        .help(help),
+                    );
                     return None;
                 };
                 ((*ty)?, p::Arg::Field(field.text.to_string()))
             }
-            ValueKind::Str(s) => (Type { base: BaseType::String, optional: false }, p::Arg::Literal(p::Literal::String(s.to_string()))),
+            ValueKind::Str(s) => {
+                (Type { base: BaseType::String, optional: false }, p::Arg::Literal(p::Literal::String(s.to_string())))
+            }
             ValueKind::Int(n) => (Type { base: BaseType::Int, optional: false }, p::Arg::Literal(p::Literal::Int(*n))),
-            ValueKind::Bool(b) => (Type { base: BaseType::Bool, optional: false }, p::Arg::Literal(p::Literal::Bool(*b))),
+            ValueKind::Bool(b) => {
+                (Type { base: BaseType::Bool, optional: false }, p::Arg::Literal(p::Literal::Bool(*b)))
+            }
             other => {
                 let help = match site {
                     CallSite::Schedule => "a schedule's arguments are literals: strings, integers, `true` or `false`",
-                    CallSite::Subscriber(_) => "an argument is `event.FIELD` or a literal: a string, an integer, `true` or `false`",
+                    CallSite::Subscriber(_) => {
+                        "an argument is `event.FIELD` or a literal: a string, an integer, `true` or `false`"
+                    }
                 };
-                self.push(Diagnostic::new(Code::RunInvalidArgument, file, arg.span, format!("{} cannot be an argument", capitalize_article(other.describe()))).help(help));
+                self.push(
+                    Diagnostic::new(
+                        Code::RunInvalidArgument,
+                        file,
+                        arg.span,
+                        format!("`{}` cannot be an argument: it is {}", source_text(arg), other.describe()),
+                    )
+                    .help(help),
+                );
                 return None;
             }
         };
         let (pname, Some(pty)) = param? else { return None };
         // A time is written as a string; its format is checked when the event arrives.
         let found_ok = assignable(found, pty)
-            || (found.base == BaseType::String && pty.base == BaseType::Time && !found.optional && matches!(arg.kind, ValueKind::Str(_)));
+            || (found.base == BaseType::String
+                && pty.base == BaseType::Time
+                && !found.optional
+                && matches!(arg.kind, ValueKind::Str(_)));
         if !found_ok {
             let why = if found.optional && !pty.optional && found.base == pty.base {
                 format!("`{}` may be absent, but `{pname}` takes `{}`", describe_arg(arg), type_name(pty))
@@ -823,7 +1095,10 @@ impl<'d, 'a> Cx<'d, 'a> {
                 format!("`{pname}` takes `{}`, but `{}` is `{}`", type_name(pty), describe_arg(arg), type_name(found))
             };
             let help = if found.optional && !pty.optional {
-                format!("declare the parameter `{pname}: {}?`, or make the field required", type_name(Type { optional: false, ..pty }))
+                format!(
+                    "declare the parameter `{pname}: {}?`, or make the field required",
+                    type_name(Type { optional: false, ..pty })
+                )
             } else {
                 format!("pass a value of type `{}`", type_name(pty))
             };
@@ -863,7 +1138,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             if decl.kind == DeclKind::Action {
                 let Body::Block { block, .. } = &decl.body else { continue };
                 let via = match block.get("via").map(|e| &e.value.kind) {
-                    Some(ValueKind::Ident { name, .. }) => self.lookup(DeclKind::Connection, name).and_then(|c| index_of.get(&c).copied()),
+                    Some(ValueKind::Ident { name, .. }) => {
+                        self.lookup(DeclKind::Connection, name).and_then(|c| index_of.get(&c).copied())
+                    }
                     _ => None,
                 };
                 index_of.insert(i, prog.actions.len());
@@ -939,11 +1216,9 @@ fn lower_connection(name: &str, block: &Block<'_>) -> p::Connection {
             _ => DEFAULT_CONNECTION_ATTEMPTS,
         },
         headers: match get("headers") {
-            Some(ValueKind::Block(b)) => b
-                .entries
-                .iter()
-                .filter_map(|e| header_value(&e.value).map(|v| (e.key.text.to_string(), v)))
-                .collect(),
+            Some(ValueKind::Block(b)) => {
+                b.entries.iter().filter_map(|e| header_value(&e.value).map(|v| (e.key.text.to_string(), v))).collect()
+            }
             _ => Vec::new(),
         },
         max_in_flight: match get("max_in_flight") {
@@ -984,7 +1259,8 @@ fn check_url(url: &str) -> Result<(), String> {
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host_only = if host.starts_with('[') { host.split(']').next().unwrap_or("") } else { host.split(':').next().unwrap_or("") };
+    let host_only =
+        if host.starts_with('[') { host.split(']').next().unwrap_or("") } else { host.split(':').next().unwrap_or("") };
     if host_only.trim_start_matches('[').is_empty() {
         return Err(format!("`{url}` has no host"));
     }
@@ -1014,10 +1290,15 @@ fn describe_arg(arg: &Value<'_>) -> String {
     }
 }
 
-fn capitalize_article(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
+/// A value as written, shortened for a message.
+fn source_text(value: &Value<'_>) -> String {
+    match &value.kind {
+        ValueKind::Ident { name, optional } => format!("{name}{}", if *optional { "?" } else { "" }),
+        ValueKind::Path(s) => path_text(s),
+        ValueKind::Call { name, .. } => format!("{}(...)", name.text),
+        ValueKind::Duration(ms) => format_duration(*ms),
+        ValueKind::Block(_) => "{ ... }".into(),
+        ValueKind::List(_) => "[ ... ]".into(),
+        _ => describe_arg(value),
     }
 }

@@ -157,15 +157,31 @@ pub struct Test {
 #[derive(Debug, Clone, Serialize)]
 pub enum Step {
     /// Replace a connection's driver with a script of answers.
-    Fake { connection: usize, answers: Vec<FakeAnswer> },
+    Fake {
+        connection: usize,
+        answers: Vec<FakeAnswer>,
+    },
     /// Emit an event now, with its payload as JSON-ready values.
-    Emit { event: usize, fields: Vec<(String, Literal)> },
+    Emit {
+        event: usize,
+        fields: Vec<(String, Literal)>,
+    },
     /// Advance virtual time.
-    Wait { ms: u64 },
+    Wait {
+        ms: u64,
+    },
     /// Operator retry of the subscriber's latest delivery.
-    Retry { subscriber: usize },
-    Expect { subscriber: usize, expect: DeliveryExpect },
-    ExpectBreaker { connection: usize, expect: BreakerExpect },
+    Retry {
+        subscriber: usize,
+    },
+    Expect {
+        subscriber: usize,
+        expect: DeliveryExpect,
+    },
+    ExpectBreaker {
+        connection: usize,
+        expect: BreakerExpect,
+    },
 }
 
 /// One scripted answer of a fake driver, repeated `times` (the last one repeats forever).
@@ -179,7 +195,10 @@ pub struct FakeAnswer {
 pub enum Answer {
     Ok,
     /// A failure of this kind, with a Retry-After in milliseconds where one is given.
-    Fail { kind: FailureKind, retry_after_ms: Option<u64> },
+    Fail {
+        kind: FailureKind,
+        retry_after_ms: Option<u64>,
+    },
     /// Never answers: the run's time limit ends it.
     Hang,
 }
@@ -325,9 +344,7 @@ impl BreakerState {
     }
 
     pub fn parse(s: &str) -> Option<BreakerState> {
-        [BreakerState::Closed, BreakerState::Open, BreakerState::Probing]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [BreakerState::Closed, BreakerState::Open, BreakerState::Probing].into_iter().find(|k| k.as_str() == s)
     }
 }
 

@@ -70,7 +70,7 @@ codes! {
     SyntaxUnexpectedEof = "syntax.unexpected_eof", Error, "the file ends in the middle of a declaration";
     SyntaxNestingTooDeep = "syntax.nesting_too_deep", Error, "blocks, lists and calls nested deeper than 64";
     NameDuplicate = "name.duplicate", Error, "two declarations of one kind share a name";
-    EventTypeUnknown = "event.type_unknown", Error, "a field type that is not one of the six";
+    EventTypeUnknown = "event.type_unknown", Error, "a field type that is not one of the five";
     EventDuplicateField = "event.duplicate_field", Error, "an event declares one field twice";
     ConnectionUrlInvalid = "connection.url_invalid", Error, "a connection's `url:` is missing, not http or https, or not a URL";
     ConnectionTimeoutInvalid = "connection.timeout_invalid", Error, "a connection's `timeout:` is not a duration from 1ms to 5m";
@@ -79,7 +79,7 @@ codes! {
     ConnectionHeaderInvalid = "connection.header_invalid", Error, "a connection's `headers:` is not a block of strings or `env(\"NAME\")` values";
     ActionMissingVia = "action.missing_via", Error, "an action has no `via:`";
     ActionUnknownConnection = "action.unknown_connection", Error, "an action's `via:` names no declared connection";
-    ActionParamTypeUnknown = "action.param_type_unknown", Error, "a parameter type that is not one of the six";
+    ActionParamTypeUnknown = "action.param_type_unknown", Error, "a parameter type that is not one of the five";
     ActionDuplicateParam = "action.duplicate_param", Error, "an action declares one parameter twice";
     SubscriberMissingOn = "subscriber.missing_on", Error, "a subscriber has no `on:`";
     SubscriberMissingRun = "subscriber.missing_run", Error, "a subscriber has no `run:`";
@@ -135,10 +135,20 @@ pub fn reference_markdown() -> String {
          | code | severity | when |\n|---|---|---|\n",
     );
     for code in Code::ALL {
-        out.push_str(&format!("| [`{code}`](#{}) | {} | {} |\n", code.as_str().replace('.', ""), code.severity().as_str(), code.summary()));
+        out.push_str(&format!(
+            "| [`{code}`](#{}) | {} | {} |\n",
+            code.as_str().replace('.', ""),
+            code.severity().as_str(),
+            code.summary()
+        ));
     }
     for code in Code::ALL {
-        out.push_str(&format!("\n## {code}\n\n*{}.* {}\n\n{}", code.severity().as_str(), code.summary(), code.doc().trim_end()));
+        out.push_str(&format!(
+            "\n## {code}\n\n*{}.* {}\n\n{}",
+            code.severity().as_str(),
+            code.summary(),
+            code.doc().trim_end()
+        ));
         out.push('\n');
     }
     out

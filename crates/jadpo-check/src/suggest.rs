@@ -17,10 +17,13 @@ pub fn closest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Opt
             continue;
         }
         // Cheap filter: lengths far apart cannot be within the limit.
-        if c.len().abs_diff(name.len()) > limit {
+        if c.len().abs_diff(name.len()) > limit && !name.starts_with(&c[..c.len().min(3)]) {
             continue;
         }
-        let d = if c.to_lowercase() == lower { 0 } else { strsim::levenshtein(name, c) };
+        // A name that starts with the candidate (`retries` for `retry`) is a likely
+        // slip too, whatever the edit distance.
+        let prefix = c.len() >= 3 && name.len() > c.len() && lower.starts_with(&c.to_lowercase());
+        let d = if c.to_lowercase() == lower || prefix { 0 } else { strsim::levenshtein(name, c) };
         if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }

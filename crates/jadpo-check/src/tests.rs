@@ -31,7 +31,14 @@ const ANSWER_KINDS: [FailureKind; 7] = [
 ];
 
 impl<'a> Cx<'_, 'a> {
-    pub(crate) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &Cow<'a, str>, steps: &[Step<'a>]) {
+    pub(crate) fn test(
+        &mut self,
+        _index: usize,
+        file: usize,
+        decl: &Decl<'a>,
+        title: &Cow<'a, str>,
+        steps: &[Step<'a>],
+    ) {
         let errors_before = self.error_count();
         let mut lowered = Vec::with_capacity(steps.len());
         let mut faked: Vec<usize> = Vec::new();
@@ -58,7 +65,8 @@ impl<'a> Cx<'_, 'a> {
                 }
                 StepKind::Wait { ms, .. } => lowered.push(p::Step::Wait { ms: *ms }),
                 StepKind::Retry { subscriber } => {
-                    if let Some(s) = self.resolve(file, DeclKind::Subscriber, *subscriber, Code::TestUnknownSubscriber) {
+                    if let Some(s) = self.resolve(file, DeclKind::Subscriber, *subscriber, Code::TestUnknownSubscriber)
+                    {
                         lowered.push(p::Step::Retry { subscriber: s });
                     }
                 }
@@ -142,13 +150,19 @@ impl<'a> Cx<'_, 'a> {
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
         if items.is_empty() {
-            self.push(Diagnostic::new(Code::TestInvalidAnswer, file, list.span, "a fake needs at least one answer").help("write `[ok]`, or `[unavailable * 5, ok]`"));
+            self.push(
+                Diagnostic::new(Code::TestInvalidAnswer, file, list.span, "a fake needs at least one answer")
+                    .help("write `[ok]`, or `[unavailable * 5, ok]`"),
+            );
             return None;
         }
         for item in items {
             let times = match item.times {
                 Some((0, span)) => {
-                    self.push(Diagnostic::new(Code::TestInvalidAnswer, file, span, "an answer repeated 0 times is no answer").help("repeat it at least once, or leave it out"));
+                    self.push(
+                        Diagnostic::new(Code::TestInvalidAnswer, file, span, "an answer repeated 0 times is no answer")
+                            .help("repeat it at least once, or leave it out"),
+                    );
                     ok = false;
                     continue;
                 }
@@ -175,7 +189,13 @@ impl<'a> Cx<'_, 'a> {
         ok.then_some(out)
     }
 
-    fn emit_fields(&mut self, file: usize, event: usize, name: Name<'a>, block: &Block<'a>) -> Option<Vec<(String, p::Literal)>> {
+    fn emit_fields(
+        &mut self,
+        file: usize,
+        event: usize,
+        name: Name<'a>,
+        block: &Block<'a>,
+    ) -> Option<Vec<(String, p::Literal)>> {
         // An event that did not parse has no fields to check against.
         let fields = self.types[event].clone()?;
         let mut ok = true;
@@ -184,14 +204,32 @@ impl<'a> Cx<'_, 'a> {
         for entry in &block.entries {
             let key: &str = &entry.key.text;
             let Some((_, ty)) = fields.iter().find(|(n, _)| *n == key) else {
-                let help = did_you_mean(key, fields.iter().map(|(n, _)| *n))
-                    .unwrap_or_else(|| format!("`{}` has the fields {}", name.text, fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")));
-                self.push(Diagnostic::new(Code::TestUnknownField, file, entry.key.span, format!("the event `{}` has no field `{key}`", name.text)).help(help));
+                let help = did_you_mean(key, fields.iter().map(|(n, _)| *n)).unwrap_or_else(|| {
+                    format!(
+                        "`{}` has the fields {}",
+                        name.text,
+                        fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    )
+                });
+                self.push(
+                    Diagnostic::new(
+                        Code::TestUnknownField,
+                        file,
+                        entry.key.span,
+                        format!("the event `{}` has no field `{key}`", name.text),
+                    )
+                    .help(help),
+                );
                 ok = false;
                 continue;
             };
             if seen.contains(&key) {
-                self.push(Diagnostic::new(Code::TestInvalidEmit, file, entry.key.span, format!("the field `{key}` is given twice")));
+                self.push(Diagnostic::new(
+                    Code::TestInvalidEmit,
+                    file,
+                    entry.key.span,
+                    format!("the field `{key}` is given twice"),
+                ));
                 ok = false;
                 continue;
             }
@@ -205,7 +243,15 @@ impl<'a> Cx<'_, 'a> {
                 ValueKind::Int(n) => (BaseType::Int, p::Literal::Int(*n)),
                 ValueKind::Bool(b) => (BaseType::Bool, p::Literal::Bool(*b)),
                 other => {
-                    self.push(Diagnostic::new(Code::TestInvalidEmit, file, entry.value.span, format!("`{key}` takes `{}`, found {}", type_name(ty), other.describe())).help("an emitted field is a string, an integer, `true` or `false`"));
+                    self.push(
+                        Diagnostic::new(
+                            Code::TestInvalidEmit,
+                            file,
+                            entry.value.span,
+                            format!("`{key}` takes `{}`, found {}", type_name(ty), other.describe()),
+                        )
+                        .help("an emitted field is a string, an integer, `true` or `false`"),
+                    );
                     ok = false;
                     continue;
                 }
@@ -213,16 +259,40 @@ impl<'a> Cx<'_, 'a> {
             let found = Type { base: found, optional: false };
             let time_as_string = found.base == BaseType::String && ty.base == BaseType::Time;
             if !assignable(found, ty) && !time_as_string {
-                self.push(Diagnostic::new(Code::TestInvalidEmit, file, entry.value.span, format!("`{key}` takes `{}`, found `{}`", type_name(ty), type_name(found))).help(format!("give `{key}` a value of type `{}`", type_name(ty))));
+                self.push(
+                    Diagnostic::new(
+                        Code::TestInvalidEmit,
+                        file,
+                        entry.value.span,
+                        format!("`{key}` takes `{}`, found `{}`", type_name(ty), type_name(found)),
+                    )
+                    .help(format!("give `{key}` a value of type `{}`", type_name(ty))),
+                );
                 ok = false;
                 continue;
             }
             out.push((key.to_string(), literal));
         }
-        let missing: Vec<&str> = fields.iter().filter(|(n, t)| t.is_some_and(|t| !t.optional) && !seen.contains(n)).map(|(n, _)| *n).collect();
+        let missing: Vec<&str> = fields
+            .iter()
+            .filter(|(n, t)| t.is_some_and(|t| !t.optional) && !seen.contains(n))
+            .map(|(n, _)| *n)
+            .collect();
         if !missing.is_empty() && ok {
             let list = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-            self.push(Diagnostic::new(Code::TestInvalidEmit, file, name.span, format!("this emit of `{}` misses the required field{} {list}", name.text, if missing.len() == 1 { "" } else { "s" })).help("give every field that is not optional (`T?`) a value"));
+            self.push(
+                Diagnostic::new(
+                    Code::TestInvalidEmit,
+                    file,
+                    name.span,
+                    format!(
+                        "this emit of `{}` misses the required field{} {list}",
+                        name.text,
+                        if missing.len() == 1 { "" } else { "s" }
+                    ),
+                )
+                .help("give every field that is not optional (`T?`) a value"),
+            );
             ok = false;
         }
         ok.then_some(out)
@@ -234,12 +304,21 @@ impl<'a> Cx<'_, 'a> {
         for entry in &block.entries {
             let v = &entry.value;
             let valid = match &*entry.key.text {
-                "state" => ident(v).and_then(p::DeliveryState::parse).map(|s| expect.state = Some(s)).ok_or("`state:` is one of `pending`, `running`, `held`, `succeeded`, `failed`, `parked`"),
+                "state" => ident(v)
+                    .and_then(p::DeliveryState::parse)
+                    .map(|s| expect.state = Some(s))
+                    .ok_or("`state:` is one of `pending`, `running`, `held`, `succeeded`, `failed`, `parked`"),
                 "attempts" => match v.kind {
-                    ValueKind::Int(n) => u32::try_from(n).ok().map(|n| expect.attempts = Some(n)).ok_or("`attempts:` is a count from 0 to 100"),
+                    ValueKind::Int(n) => u32::try_from(n)
+                        .ok()
+                        .map(|n| expect.attempts = Some(n))
+                        .ok_or("`attempts:` is a count from 0 to 100"),
                     _ => Err("`attempts:` is a count from 0 to 100"),
                 },
-                "last_failure" => ident(v).and_then(FailureKind::parse).map(|k| expect.last_failure = Some(k)).ok_or("`last_failure:` is a failure kind, such as `unavailable` or `deadline_exceeded`"),
+                "last_failure" => ident(v)
+                    .and_then(FailureKind::parse)
+                    .map(|k| expect.last_failure = Some(k))
+                    .ok_or("`last_failure:` is a failure kind, such as `unavailable` or `deadline_exceeded`"),
                 "held" => match v.kind {
                     ValueKind::Bool(b) => {
                         expect.held = Some(b);
@@ -250,13 +329,29 @@ impl<'a> Cx<'_, 'a> {
                 other => {
                     let help = did_you_mean(other, ["state", "attempts", "last_failure", "held"].into_iter())
                         .unwrap_or_else(|| "`expect` checks `state:`, `attempts:`, `last_failure:` and `held:`".into());
-                    self.push(Diagnostic::new(Code::TestInvalidExpect, file, entry.key.span, format!("`{other}` is not something `expect` checks")).help(help));
+                    self.push(
+                        Diagnostic::new(
+                            Code::TestInvalidExpect,
+                            file,
+                            entry.key.span,
+                            format!("`{other}` is not something `expect` checks"),
+                        )
+                        .help(help),
+                    );
                     ok = false;
                     continue;
                 }
             };
             if let Err(help) = valid {
-                self.push(Diagnostic::new(Code::TestInvalidExpect, file, v.span, format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v))).help(help));
+                self.push(
+                    Diagnostic::new(
+                        Code::TestInvalidExpect,
+                        file,
+                        v.span,
+                        format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v)),
+                    )
+                    .help(help),
+                );
                 ok = false;
             }
         }
@@ -269,19 +364,40 @@ impl<'a> Cx<'_, 'a> {
         for entry in &block.entries {
             let v = &entry.value;
             let valid = match &*entry.key.text {
-                "state" => ident(v).and_then(p::BreakerState::parse).map(|s| expect.state = Some(s)).ok_or("a breaker's `state:` is `closed`, `open` or `probing`"),
+                "state" => ident(v)
+                    .and_then(p::BreakerState::parse)
+                    .map(|s| expect.state = Some(s))
+                    .ok_or("a breaker's `state:` is `closed`, `open` or `probing`"),
                 "alerts" => match v.kind {
-                    ValueKind::Int(n) => u32::try_from(n).ok().map(|n| expect.alerts = Some(n)).ok_or("`alerts:` is a count"),
+                    ValueKind::Int(n) => {
+                        u32::try_from(n).ok().map(|n| expect.alerts = Some(n)).ok_or("`alerts:` is a count")
+                    }
                     _ => Err("`alerts:` is a count"),
                 },
                 other => {
-                    self.push(Diagnostic::new(Code::TestInvalidExpect, file, entry.key.span, format!("`{other}` is not something `expect breaker` checks")).help("`expect breaker` checks `state:` and `alerts:`"));
+                    self.push(
+                        Diagnostic::new(
+                            Code::TestInvalidExpect,
+                            file,
+                            entry.key.span,
+                            format!("`{other}` is not something `expect breaker` checks"),
+                        )
+                        .help("`expect breaker` checks `state:` and `alerts:`"),
+                    );
                     ok = false;
                     continue;
                 }
             };
             if let Err(help) = valid {
-                self.push(Diagnostic::new(Code::TestInvalidExpect, file, v.span, format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v))).help(help));
+                self.push(
+                    Diagnostic::new(
+                        Code::TestInvalidExpect,
+                        file,
+                        v.span,
+                        format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v)),
+                    )
+                    .help(help),
+                );
                 ok = false;
             }
         }
@@ -301,12 +417,18 @@ impl<'a> Cx<'_, 'a> {
                     .steps
                     .iter()
                     .map(|s| match s {
-                        p::Step::Fake { connection, answers } => p::Step::Fake { connection: map(connection), answers: answers.clone() },
+                        p::Step::Fake { connection, answers } => {
+                            p::Step::Fake { connection: map(connection), answers: answers.clone() }
+                        }
                         p::Step::Emit { event, fields } => p::Step::Emit { event: map(event), fields: fields.clone() },
                         p::Step::Wait { ms } => p::Step::Wait { ms: *ms },
                         p::Step::Retry { subscriber } => p::Step::Retry { subscriber: map(subscriber) },
-                        p::Step::Expect { subscriber, expect } => p::Step::Expect { subscriber: map(subscriber), expect: expect.clone() },
-                        p::Step::ExpectBreaker { connection, expect } => p::Step::ExpectBreaker { connection: map(connection), expect: expect.clone() },
+                        p::Step::Expect { subscriber, expect } => {
+                            p::Step::Expect { subscriber: map(subscriber), expect: expect.clone() }
+                        }
+                        p::Step::ExpectBreaker { connection, expect } => {
+                            p::Step::ExpectBreaker { connection: map(connection), expect: expect.clone() }
+                        }
                     })
                     .collect(),
             })
@@ -326,12 +448,16 @@ fn answer(v: &Value<'_>) -> Result<Answer, String> {
     match &v.kind {
         ValueKind::Ident { name: "ok", optional: false } => Ok(Answer::Ok),
         ValueKind::Ident { name: "hang", optional: false } => Ok(Answer::Hang),
-        ValueKind::Ident { name, optional: false } => match FailureKind::parse(name).filter(|k| ANSWER_KINDS.contains(k)) {
-            Some(kind) => Ok(Answer::Fail { kind, retry_after_ms: None }),
-            None => Err(format!("`{name}` is not an answer")),
-        },
+        ValueKind::Ident { name, optional: false } => {
+            match FailureKind::parse(name).filter(|k| ANSWER_KINDS.contains(k)) {
+                Some(kind) => Ok(Answer::Fail { kind, retry_after_ms: None }),
+                None => Err(format!("`{name}` is not an answer")),
+            }
+        }
         ValueKind::Call { name, args } => {
-            let kind = FailureKind::parse(name.text).filter(|k| ANSWER_KINDS.contains(k)).ok_or_else(|| format!("`{}` is not an answer", name.text))?;
+            let kind = FailureKind::parse(name.text)
+                .filter(|k| ANSWER_KINDS.contains(k))
+                .ok_or_else(|| format!("`{}` is not an answer", name.text))?;
             if !matches!(kind, FailureKind::Unavailable | FailureKind::RateLimited) {
                 return Err(format!("only `unavailable` and `rate_limited` take a Retry-After, not `{kind}`"));
             }

@@ -37,7 +37,8 @@ fn actual(sources: &[SourceFile]) -> Vec<String> {
 #[test]
 fn corpus() {
     let mut cases: Vec<(String, Vec<PathBuf>, PathBuf)> = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(corpus_dir()).expect("tests/check exists").map(|e| e.expect("entry").path()).collect();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(corpus_dir()).expect("tests/check exists").map(|e| e.expect("entry").path()).collect();
     entries.sort();
     for path in entries {
         let name = path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -56,8 +57,10 @@ fn corpus() {
     assert!(cases.len() > 50, "the corpus holds {} cases", cases.len());
     let mut failures = Vec::new();
     for (name, files, expected_path) in &cases {
-        let expected = std::fs::read_to_string(expected_path).unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
-        let expected: Vec<String> = expected.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
+        let expected =
+            std::fs::read_to_string(expected_path).unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
+        let expected: Vec<String> =
+            expected.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
         let found = actual(&read_program(files));
         if found != expected {
             failures.push(format!("{name}:\n  expected: {expected:?}\n  found:    {found:?}"));
@@ -75,8 +78,11 @@ fn corpus_covers_every_code() {
             text.push_str(&std::fs::read_to_string(&entry).unwrap_or_default());
         }
     }
-    let missing: Vec<&str> =
-        jadpo_check::Code::ALL.iter().map(|c| c.as_str()).filter(|c| !text.split_whitespace().any(|w| w == *c)).collect();
+    let missing: Vec<&str> = jadpo_check::Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .filter(|c| !text.split_whitespace().any(|w| w == *c))
+        .collect();
     assert!(missing.is_empty(), "no corpus case raises {missing:?}");
 }
 

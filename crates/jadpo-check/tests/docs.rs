@@ -34,7 +34,10 @@ fn every_code_has_an_example_that_raises_it_and_a_fix_that_does_not() {
             failures.push(format!("{code}: the example raises {found:?}"));
         }
         let fixed = codes_of(&right);
-        let bad: Vec<_> = fixed.iter().filter(|(c, _)| *c == code || c.severity() == Severity::Error || code.severity() == Severity::Warning).collect();
+        let bad: Vec<_> = fixed
+            .iter()
+            .filter(|(c, _)| *c == code || c.severity() == Severity::Error || code.severity() == Severity::Warning)
+            .collect();
         if !bad.is_empty() {
             failures.push(format!("{code}: the fix raises {bad:?}"));
         }
@@ -50,7 +53,10 @@ fn diagnostics_md_is_current() {
         std::fs::write(&path, &want).expect("write docs/diagnostics.md");
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(have == want, "docs/diagnostics.md is out of date: run `JADPO_BLESS=1 cargo test -p jadpo-check --test docs`");
+    assert!(
+        have == want,
+        "docs/diagnostics.md is out of date: run `JADPO_BLESS=1 cargo test -p jadpo-check --test docs`"
+    );
     for code in Code::ALL {
         assert!(have.contains(&format!("\n## {code}\n")), "docs/diagnostics.md has no entry for {code}");
     }

@@ -42,3 +42,8 @@ pub fn rfc3339(ms: i64) -> String {
         Err(_) => ms.to_string(),
     }
 }
+
+/// An RFC 3339 time as milliseconds since the Unix epoch.
+pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
+    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond())
+}

@@ -134,10 +134,16 @@ pub enum ValueKind<'a> {
     Duration(u64),
     Bool(bool),
     /// An identifier, or a type when it ends in `?`.
-    Ident { name: &'a str, optional: bool },
+    Ident {
+        name: &'a str,
+        optional: bool,
+    },
     /// `a.b.c` or `event.field`: every segment with its span.
     Path(Vec<Name<'a>>),
-    Call { name: Name<'a>, args: Vec<Value<'a>> },
+    Call {
+        name: Name<'a>,
+        args: Vec<Value<'a>>,
+    },
     Block(Block<'a>),
     List(Vec<Item<'a>>),
 }

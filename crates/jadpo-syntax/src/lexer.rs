@@ -250,7 +250,8 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Some(Ok(raw)) => raw,
             };
             self.flush_invalid();
-            let bracket = matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
+            let bracket =
+                matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
             if self.depth >= MAX_NESTING && !bracket {
                 // Past the nesting limit everything is skipped until the brackets close
                 // back to the limit: one error, and the rest of the file still parses.
@@ -459,8 +460,7 @@ pub fn parse_int(text: &str) -> Option<i64> {
 
 /// A duration such as `500ms`, `1h30m` or `3d` in milliseconds, or why it is not one.
 pub fn parse_duration(text: &str) -> Result<u64, String> {
-    const UNITS: [(&str, u64); 5] =
-        [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)];
+    const UNITS: [(&str, u64); 5] = [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)];
     let bytes = text.as_bytes();
     let mut i = 0;
     let mut total: u64 = 0;

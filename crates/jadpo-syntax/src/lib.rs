@@ -71,13 +71,13 @@ fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {
         ParseError::UnrecognizedToken { token: (l, tok, r), expected } => SyntaxError {
             kind: SyntaxErrorKind::UnexpectedToken,
             span: Span::new(l, r),
-            message: format!("unexpected {tok}"),
+            message: unexpected(src, l, r, &tok),
             help: expected_help(&expected),
         },
         ParseError::ExtraToken { token: (l, tok, r) } => SyntaxError {
             kind: SyntaxErrorKind::UnexpectedToken,
             span: Span::new(l, r),
-            message: format!("unexpected {tok}"),
+            message: unexpected(src, l, r, &tok),
             help: None,
         },
         ParseError::UnrecognizedEof { expected, .. } => SyntaxError {
@@ -100,6 +100,19 @@ fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {
             message: "a character or sequence that is no token".into(),
             help: None,
         },
+    }
+}
+
+/// "unexpected duration `5s`": what kind of token, and the token as written.
+fn unexpected(src: &str, l: usize, r: usize, tok: &Tok<'_>) -> String {
+    let text = src.get(l..r).unwrap_or("");
+    let shown: String =
+        if text.chars().count() > 40 { text.chars().take(37).chain("...".chars()).collect() } else { text.into() };
+    match tok {
+        Tok::Str(_) => format!("unexpected string `{shown}`"),
+        Tok::Int(_) => format!("unexpected integer `{shown}`"),
+        Tok::Duration(_) => format!("unexpected duration `{shown}`"),
+        _ => format!("unexpected `{shown}`"),
     }
 }
 

@@ -5,20 +5,24 @@ use jadpo_syntax::lexer::{Lexer, Tok};
 
 fn lex(src: &str) -> (Vec<Tok<'_>>, Vec<(K, String)>) {
     let mut errors = Vec::new();
-    let toks: Vec<Tok<'_>> = Lexer::new(src, &mut errors).map(|t| t.map(|(_, t, _)| t)).collect::<Result<_, _>>().unwrap_or_default();
+    let toks: Vec<Tok<'_>> =
+        Lexer::new(src, &mut errors).map(|t| t.map(|(_, t, _)| t)).collect::<Result<_, _>>().unwrap_or_default();
     let errs = errors.iter().map(|e| (e.kind, src[e.span.range()].to_string())).collect();
     (toks, errs)
 }
 
 #[test]
 fn durations_compound_in_decreasing_order() {
-    assert_eq!(lex("500ms 30s 1h30m 3d 1d2h3m4s5ms").0, vec![
-        Tok::Duration(500),
-        Tok::Duration(30_000),
-        Tok::Duration(5_400_000),
-        Tok::Duration(259_200_000),
-        Tok::Duration(93_784_005),
-    ]);
+    assert_eq!(
+        lex("500ms 30s 1h30m 3d 1d2h3m4s5ms").0,
+        vec![
+            Tok::Duration(500),
+            Tok::Duration(30_000),
+            Tok::Duration(5_400_000),
+            Tok::Duration(259_200_000),
+            Tok::Duration(93_784_005),
+        ]
+    );
     assert_eq!(lex("1_000ms").0, vec![Tok::Duration(1_000)]);
 }
 

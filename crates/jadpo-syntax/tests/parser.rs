@@ -13,12 +13,15 @@ fn each_broken_declaration_is_reported_once_and_keeps_its_name() {
     let kinds: Vec<_> = p.errors.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, vec![K::UnexpectedToken; 3]);
     let names: Vec<_> = p.file.decls.iter().map(|d| (d.kind, d.name.text, matches!(d.body, Body::Broken))).collect();
-    assert_eq!(names, vec![
-        (DeclKind::Event, "A", true),
-        (DeclKind::Event, "B", false),
-        (DeclKind::Subscriber, "s", true),
-        (DeclKind::Connection, "c", true),
-    ]);
+    assert_eq!(
+        names,
+        vec![
+            (DeclKind::Event, "A", true),
+            (DeclKind::Event, "B", false),
+            (DeclKind::Subscriber, "s", true),
+            (DeclKind::Connection, "c", true),
+        ]
+    );
 }
 
 #[test]
@@ -66,7 +69,11 @@ fn test_blocks_parse_their_steps() {
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     for (open, close) in [("[", "]"), ("{ a: ", "}"), ("f(", ")")] {
-        let src = format!("subscriber s {{ retry: {}{} }}\nevent E {{ a: string }}", open.repeat(100_000), close.repeat(100_000));
+        let src = format!(
+            "subscriber s {{ retry: {}{} }}\nevent E {{ a: string }}",
+            open.repeat(100_000),
+            close.repeat(100_000)
+        );
         let p = parse(&src);
         assert_eq!(p.errors.len(), 1, "{open}: {:?}", p.errors.first());
         assert_eq!(p.errors[0].kind, K::NestingTooDeep);

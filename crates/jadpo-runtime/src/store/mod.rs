@@ -7,7 +7,7 @@
 
 mod sqlite;
 
-pub use sqlite::SqliteStore;
+pub use sqlite::{APPLICATION_ID, SqliteStore};
 
 use crate::core::{ClaimDecision, Decision, Failure, Outcome, Record};
 use jadpo_check::program::DeliveryState;

@@ -1,0 +1,457 @@
+//! End-to-end tests of the outbox runtime through the `jadpoc` binary: emit, run with
+//! fakes, then read `deliveries --format json`.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const JADPOC: &str = env!("CARGO_BIN_EXE_jadpoc");
+
+/// A program with one event, connection `c` and subscriber `rec`, plus whatever
+/// `extra` adds.
+fn program(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("p.jadpo");
+    let text = format!(
+        r#"event Paid {{
+    id: string
+    cents: int
+    note: string?
+}}
+
+connection c {{
+    url: "http://127.0.0.1:9/x"
+}}
+
+action record(id: string, cents: int) {{
+    via: c
+}}
+
+subscriber rec {{
+    on: Paid
+    run: record(event.id, event.cents)
+    timeout: 1s
+}}
+{extra}"#
+    );
+    std::fs::write(&path, text).expect("write program");
+    path
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    program: PathBuf,
+    db: PathBuf,
+}
+
+fn env(extra: &str) -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    let program = program(&path, extra);
+    Env {
+        db: path.join("store").join("outbox.db"),
+        dir: path,
+        program,
+        _dir: dir,
+    }
+}
+
+impl Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(JADPOC);
+        c.current_dir(&self.dir).args(args);
+        c
+    }
+
+    fn jadpoc(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run jadpoc")
+    }
+
+    fn db(&self) -> &str {
+        self.db.to_str().expect("utf-8 path")
+    }
+
+    fn prog(&self) -> &str {
+        self.program.to_str().expect("utf-8 path")
+    }
+
+    fn emit(&self, json: &str) -> i64 {
+        let out = self.jadpoc(&["emit", self.prog(), "Paid", json, "--db", self.db()]);
+        assert!(out.status.success(), "emit failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().parse().expect("an event id")
+    }
+
+    fn deliveries(&self) -> Vec<Value> {
+        let out = self.jadpoc(&["deliveries", "--format", "json", "--db", self.db()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v.as_array().cloned().expect("an array")
+    }
+
+    fn show(&self, id: i64) -> Value {
+        let out = self.jadpoc(&["deliveries", "show", &id.to_string(), "--format", "json", "--db", self.db()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+
+    fn status(&self) -> Value {
+        let out = self.jadpoc(&["status", "--format", "json", "--db", self.db()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("json")
+    }
+
+    fn start(&self, fakes: &[&str], extra: &[&str]) -> Child {
+        let mut args = vec!["run", self.prog(), "--db", self.db(), "--log-format", "json"];
+        for f in fakes {
+            args.push("--fake");
+            args.push(f);
+        }
+        args.extend_from_slice(extra);
+        self.cmd(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start jadpoc run")
+    }
+
+    /// Run with `fakes` until `done` holds for the deliveries (or 30s pass), then
+    /// stop it with SIGTERM and check it exits 0.
+    fn run_until(&self, fakes: &[&str], done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let child = self.start(fakes, &[]);
+        let start = Instant::now();
+        let mut list = self.deliveries();
+        while !done(&list) && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+            list = self.deliveries();
+        }
+        let log = stop(child);
+        assert!(done(&list), "not done in time: {list:#?}\n{log}");
+        list
+    }
+}
+
+/// SIGTERM, then the exit status must be 0; returns stderr.
+fn stop(mut child: Child) -> String {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let out = child.wait_with_output().expect("output");
+                let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(status.success(), "jadpoc run exited {status}: {err}");
+                return err;
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                panic!("jadpoc run did not stop on SIGTERM");
+            }
+        }
+    }
+}
+
+fn state(d: &Value) -> &str {
+    d["state"].as_str().unwrap_or("")
+}
+
+fn ended(list: &[Value]) -> bool {
+    !list.is_empty() && list.iter().all(|d| !matches!(state(d), "pending" | "running"))
+}
+
+#[test]
+fn runtime_ok_succeeds_in_one_attempt() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let list = e.run_until(&["c=ok"], ended);
+    assert_eq!(list.len(), 1);
+    let d = &list[0];
+    assert_eq!(state(d), "succeeded");
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(d["subscriber"], "rec");
+    assert_eq!(d["event"], "Paid");
+    assert_eq!(d["connection"], "c");
+    assert_eq!(d["last_failure"], Value::Null);
+    assert_eq!(d["due_at"], Value::Null);
+    for key in ["id", "event_id", "held_since"] {
+        assert!(d.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn runtime_rejected_fails_in_one_attempt_with_its_kind() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let list = e.run_until(&["c=rejected"], ended);
+    let d = &list[0];
+    assert_eq!(state(d), "failed");
+    assert_eq!(d["attempts"], 1);
+    assert_eq!(d["last_failure"]["kind"], "rejected");
+    assert_eq!(d["last_failure"]["code"], "fake.rejected");
+}
+
+#[test]
+fn runtime_outcome_unknown_parks() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let list = e.run_until(&["c=outcome_unknown"], ended);
+    assert_eq!(state(&list[0]), "parked");
+    assert_eq!(list[0]["attempts"], 1);
+    assert_eq!(list[0]["last_failure"]["kind"], "outcome_unknown");
+}
+
+fn rfc3339_ms(v: &Value) -> i64 {
+    let s = v.as_str().expect("a time");
+    jadpo_runtime::clock::parse_rfc3339_ms(s).expect("rfc 3339")
+}
+
+#[test]
+fn runtime_unavailable_is_pending_with_one_attempt_due_1s_to_30s_ahead() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let list = e.run_until(&["c=unavailable"], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let d = &list[0];
+    assert_eq!(d["last_failure"]["kind"], "unavailable");
+    let id = d["id"].as_i64().expect("id");
+    let shown = e.show(id);
+    let history = shown["history"].as_array().expect("history");
+    assert_eq!(history.len(), 1);
+    let ended_at = rfc3339_ms(&history[0]["started_at"]) + history[0]["duration_ms"].as_i64().expect("ms");
+    let wait = rfc3339_ms(&d["due_at"]) - ended_at;
+    assert!((1_000..=30_000).contains(&wait), "wait {wait}ms");
+    assert_eq!(history[0]["kind"], "unavailable");
+    assert_eq!(history[0]["outcome"], "failed");
+    assert!(history[0].get("http_status").is_some());
+}
+
+#[test]
+fn runtime_operator_retry_runs_again_with_a_fresh_budget_keeping_history() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let list = e.run_until(&["c=rejected"], ended);
+    let id = list[0]["id"].as_i64().expect("id");
+    let first_budget = rfc3339_ms(&list[0]["budget_start"]);
+
+    // A running delivery cannot be retried; an unknown id is refused.
+    let out = e.jadpoc(&["deliveries", "retry", "999", "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+
+    let out = e.jadpoc(&["deliveries", "retry", &id.to_string(), "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let d = &e.deliveries()[0];
+    assert_eq!(state(d), "pending");
+    assert_eq!(d["attempts"], 0);
+    assert!(rfc3339_ms(&d["budget_start"]) > first_budget);
+
+    let list = e.run_until(&["c=ok"], ended);
+    assert_eq!(state(&list[0]), "succeeded");
+    assert_eq!(list[0]["attempts"], 1);
+    let history = e.show(id)["history"].as_array().cloned().expect("history");
+    assert_eq!(history.len(), 2, "{history:#?}");
+    assert_eq!(history[0]["kind"], "rejected");
+    assert_eq!(history[1]["outcome"], "succeeded");
+}
+
+#[test]
+fn runtime_emit_refuses_bad_payloads_naming_the_field() {
+    let e = env("");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p1"}"#, "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`cents`"));
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p1", "cents": 1, "x": 2}"#, "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`x`"));
+    let out = e.jadpoc(&["emit", e.prog(), "Nope", "{}", "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`Nope`"));
+
+    let nd = e.dir.join("in.ndjson");
+    std::fs::write(&nd, "{\"id\": \"a\", \"cents\": 1}\n\n{\"id\": \"b\"}\n{\"id\": \"c\", \"cents\": 3, \"note\": null}\n").expect("write");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("path"), "--db", e.db()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    assert_eq!(e.deliveries().len(), 2);
+}
+
+#[test]
+fn runtime_run_refuses_a_connection_without_a_driver_and_a_foreign_store() {
+    let e = env("");
+    let out = e.jadpoc(&["run", e.prog(), "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("connection `c` has no driver"));
+    let out = e.jadpoc(&["run", e.prog(), "--db", e.db(), "--fake", "nope=ok"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no connection `nope`"));
+    let out = e.jadpoc(&["run", e.prog(), "--db", e.db(), "--fake", "c=maybe"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`maybe` is not an answer"));
+
+    let foreign = e.dir.join("notes.txt");
+    std::fs::write(&foreign, "not a database, certainly not a jadpo store\n".repeat(100)).expect("write");
+    let before = std::fs::read(&foreign).expect("read");
+    let out = e.jadpoc(&["status", "--db", foreign.to_str().expect("path")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a jadpo store"));
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p", "cents": 1}"#, "--db", foreign.to_str().expect("path")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&foreign).expect("read"), before);
+}
+
+/// A tiny HTTP client: one request, the status and body back.
+fn post(addr: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("write");
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("null");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+#[test]
+fn runtime_listen_takes_events_over_http() {
+    let e = env("");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = e.start(&["c=ok"], &["--listen", &addr]);
+    let start = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, body) = post(&addr, "/events/Paid", br#"{"id": "p1", "cents": 5}"#);
+    assert_eq!(status, 202, "{body}");
+    assert!(body["id"].is_i64());
+    let (status, _) = post(&addr, "/events/Nope", b"{}");
+    assert_eq!(status, 404);
+    let (status, body) = post(&addr, "/events/Paid", br#"{"id": "p1", "cents": "5"}"#);
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["field"], "cents");
+    let (status, body) = post(&addr, "/events/Paid", b"{not json");
+    assert_eq!(status, 422, "{body}");
+    let (status, _) = post(&addr, "/events/Paid", &vec![b' '; 1024 * 1024 + 1]);
+    assert_eq!(status, 413);
+    let t = Instant::now();
+    while !ended(&e.deliveries()) {
+        assert!(t.elapsed() < Duration::from_secs(10), "not delivered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop(child);
+    let list = e.deliveries();
+    assert_eq!(list.len(), 1);
+    assert_eq!(state(&list[0]), "succeeded");
+}
+
+#[test]
+fn runtime_schedules_run_and_are_logged() {
+    let e = env(
+        r#"
+action sync() {
+    via: c
+}
+
+schedule every_second {
+    every: 1s
+    run: sync()
+}
+"#,
+    );
+    let child = e.start(&["c=ok"], &[]);
+    std::thread::sleep(Duration::from_millis(3_500));
+    let log = stop(child);
+    let runs = log.lines().filter(|l| l.contains("\"schedule.run\"") && l.contains("every_second")).count();
+    assert!(runs >= 1, "{log}");
+}
+
+/// Emit 20,000 events, run, SIGKILL mid-way, run again: every delivery ends
+/// `succeeded`, none lost and none twice; the deliveries running at the kill come
+/// back after their lease (1s timeout + 30s) with `lease_expired` recorded.
+#[test]
+fn runtime_crash_mid_way_loses_nothing_and_leases_come_back() {
+    let e = env(
+        r#"
+event Slow {
+    n: int
+}
+
+connection h {
+    url: "http://127.0.0.1:9/h"
+}
+
+action slow_call(n: int) {
+    via: h
+}
+
+subscriber slow {
+    on: Slow
+    run: slow_call(event.n)
+    timeout: 1s
+}
+"#,
+    );
+    // The slow ones first, so the first claim takes them.
+    for n in 0..3 {
+        let out = e.jadpoc(&["emit", e.prog(), "Slow", &format!(r#"{{"n": {n}}}"#), "--db", e.db()]);
+        assert!(out.status.success());
+    }
+    let nd = e.dir.join("paid.ndjson");
+    let lines: String = (0..20_000).map(|i| format!("{{\"id\": \"p{i}\", \"cents\": {i}}}\n")).collect();
+    std::fs::write(&nd, lines).expect("write");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("path"), "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let mut child = e.start(&["c=ok", "h=hang"], &[]);
+    let start = Instant::now();
+    loop {
+        let s = e.status();
+        let slow_running = s["subscribers"]["slow"]["running"].as_u64().unwrap_or(0);
+        let done = s["subscribers"]["rec"]["succeeded"].as_u64().unwrap_or(0);
+        if slow_running == 3 && done > 0 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "never got going: {s}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let after_kill = e.status();
+    assert_eq!(after_kill["subscribers"]["slow"]["running"], 3, "{after_kill}");
+
+    let child = e.start(&["c=ok", "h=ok"], &[]);
+    let start = Instant::now();
+    loop {
+        let s = e.status();
+        if s["states"]["succeeded"] == 20_003 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(90), "not all succeeded: {s}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    stop(child);
+    let list = e.deliveries();
+    assert_eq!(list.len(), 20_003, "none lost, none duplicated");
+    let mut events: Vec<i64> = list.iter().map(|d| d["event_id"].as_i64().expect("id")).collect();
+    events.sort_unstable();
+    events.dedup();
+    assert_eq!(events.len(), 20_003, "one delivery per event");
+    for d in list.iter().filter(|d| d["subscriber"] == "slow") {
+        let h = e.show(d["id"].as_i64().expect("id"));
+        let history = h["history"].as_array().expect("history");
+        assert_eq!(history.first().map(|a| &a["kind"]), Some(&Value::from("lease_expired")), "{h:#}");
+        assert_eq!(history.last().map(|a| &a["outcome"]), Some(&Value::from("succeeded")), "{h:#}");
+        assert_eq!(h["attempts"], 2);
+    }
+}
