@@ -13,6 +13,7 @@ use crate::registry::{Code, Severity};
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Name, Span, Value, ValueKind};
 use jadpo_syntax::{SyntaxErrorKind, parse};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 /// The outcome of checking a program.
@@ -53,7 +54,7 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     }
     let decls: Vec<(usize, &Decl)> =
         parsed.iter().enumerate().flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d))).collect();
-    let mut cx = Cx::new(&decls, broken);
+    let mut cx = Cx::new(&decls, broken, lower);
     cx.collect_names();
     cx.check_all();
     diags.append(&mut cx.diags);
@@ -118,14 +119,19 @@ pub(crate) struct Cx<'d, 'a> {
     /// A syntax error somewhere: some names may be missing, so nothing is "unused".
     broken: bool,
     pub(crate) diags: Vec<Diagnostic>,
-    names: HashMap<(DeclKindKey, &'a str), DeclRef>,
+    names: FxHashMap<(DeclKindKey, &'a str), DeclRef>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
-    pub(crate) types: Vec<Option<Vec<(&'a str, Option<Type>)>>>,
+    pub(crate) types: Vec<Option<Fields<'a>>>,
     resolved: Vec<Resolved>,
+    lower: Lower,
     /// Tests that checked clean, their steps naming declarations by index.
     pub(crate) tests: Vec<crate::tests::PendingTest>,
 }
+
+/// An event's fields or an action's parameters: shared, so checking a call clones
+/// a pointer, not the list.
+pub(crate) type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
 
 /// Declarations of one kind share a namespace.
 type DeclKindKey = u8;
@@ -181,18 +187,25 @@ pub fn format_duration(ms: u64) -> String {
 }
 
 impl<'d, 'a> Cx<'d, 'a> {
-    fn new(decls: &'d [(usize, &'d Decl<'a>)], broken: bool) -> Self {
+    fn new(decls: &'d [(usize, &'d Decl<'a>)], broken: bool, lower: Lower) -> Self {
         let n = decls.len();
         Cx {
             decls,
             broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
             diags: Vec::new(),
-            names: HashMap::with_capacity(n),
+            names: FxHashMap::with_capacity_and_hasher(n, Default::default()),
             used: vec![false; n],
             types: vec![None; n],
             resolved: vec![Resolved::default(); n],
             tests: Vec::new(),
+            lower,
         }
+    }
+
+    /// A name or string for the lowered program; nothing is copied when no program
+    /// will be built, which keeps `jadpoc check` from copying every argument.
+    fn owned(&self, s: &str) -> String {
+        if self.lower == Lower::Yes { s.to_string() } else { String::new() }
     }
 
     pub(crate) fn push(&mut self, d: Diagnostic) {
@@ -313,8 +326,8 @@ impl<'d, 'a> Cx<'d, 'a> {
         block: &'b Block<'a>,
         allowed: &[&str],
         special: &[(&str, Code, &str)],
-    ) -> HashMap<&'b str, &'b Entry<'a>> {
-        let mut seen: HashMap<&'b str, &'b Entry<'a>> = HashMap::with_capacity(block.entries.len());
+    ) -> Keys<'b, 'a> {
+        let mut seen = Keys(Vec::with_capacity(block.entries.len()));
         for entry in &block.entries {
             let key: &'b str = &entry.key.text;
             if let Some((_, code, message)) = special.iter().find(|(k, _, _)| *k == key) {
@@ -349,7 +362,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                 self.push(d);
                 continue;
             }
-            seen.insert(key, entry);
+            seen.0.push((key, entry));
         }
         seen
     }
@@ -392,7 +405,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             fields.push((name, ty));
             spans.push(entry.key.span);
         }
-        self.types[index] = Some(fields);
+        self.types[index] = Some(fields.into());
     }
 
     /// A field's or parameter's type, or `None` (reported) when it is not one.
@@ -666,7 +679,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             spans.push(param.name.span);
         }
         // With a parameter declared twice, calls cannot be checked against the list.
-        self.types[index] = (!duplicate).then_some(types);
+        self.types[index] = (!duplicate).then(|| types.into());
         let keys = self.keys(file, decl, block, &["via", "path", "idempotent"], &[]);
         match keys.get("via") {
             None => self.push(
@@ -708,15 +721,15 @@ impl<'d, 'a> Cx<'d, 'a> {
                 ),
             }
         }
-        if let Some(e) = keys.get("idempotent") {
-            if !matches!(e.value.kind, ValueKind::Bool(_)) {
-                self.invalid_value(
-                    file,
-                    &e.value,
-                    format!("`idempotent:` takes `true` or `false`, found {}", e.value.kind.describe()),
-                    "write `idempotent: true` when repeating the call does no harm",
-                );
-            }
+        if let Some(e) = keys.get("idempotent")
+            && !matches!(e.value.kind, ValueKind::Bool(_))
+        {
+            self.invalid_value(
+                file,
+                &e.value,
+                format!("`idempotent:` takes `true` or `false`, found {}", e.value.kind.describe()),
+                "write `idempotent: true` when repeating the call does no harm",
+            );
         }
     }
 
@@ -984,7 +997,8 @@ impl<'d, 'a> Cx<'d, 'a> {
         for (i, arg) in args.iter().enumerate() {
             let param = params.get(i).copied();
             match self.argument(file, arg, site, param) {
-                Some(a) => lowered.push(a),
+                Some(a) if self.lower == Lower::Yes => lowered.push(a),
+                Some(_) => {}
                 None => ok = false,
             }
         }
@@ -999,8 +1013,8 @@ impl<'d, 'a> Cx<'d, 'a> {
         site: CallSite,
         param: Option<(&'a str, Option<Type>)>,
     ) -> Option<p::Arg> {
-        let (found, lowered): (Type, p::Arg) = match &arg.kind {
-            ValueKind::Path(segments)
+        let (found, lowered): (Type, p::Arg) = match (&arg.kind, arg.kind.segments()) {
+            (_, Some(segments))
                 if segments[0].text == "event" && segments[0].span.end - segments[0].span.start == 5 =>
             {
                 let event = match site {
@@ -1053,16 +1067,18 @@ impl<'d, 'a> Cx<'d, 'a> {
                     );
                     return None;
                 };
-                ((*ty)?, p::Arg::Field(field.text.to_string()))
+                ((*ty)?, p::Arg::Field(self.owned(field.text)))
             }
-            ValueKind::Str(s) => {
-                (Type { base: BaseType::String, optional: false }, p::Arg::Literal(p::Literal::String(s.to_string())))
+            (ValueKind::Str(s), _) => {
+                (Type { base: BaseType::String, optional: false }, p::Arg::Literal(p::Literal::String(self.owned(s))))
             }
-            ValueKind::Int(n) => (Type { base: BaseType::Int, optional: false }, p::Arg::Literal(p::Literal::Int(*n))),
-            ValueKind::Bool(b) => {
+            (ValueKind::Int(n), _) => {
+                (Type { base: BaseType::Int, optional: false }, p::Arg::Literal(p::Literal::Int(*n)))
+            }
+            (ValueKind::Bool(b), _) => {
                 (Type { base: BaseType::Bool, optional: false }, p::Arg::Literal(p::Literal::Bool(*b)))
             }
-            other => {
+            (other, _) => {
                 let help = match site {
                     CallSite::Schedule => "a schedule's arguments are literals: strings, integers, `true` or `false`",
                     CallSite::Subscriber(_) => {
@@ -1114,7 +1130,7 @@ impl<'d, 'a> Cx<'d, 'a> {
         let lower_fields = |i: usize| -> Vec<p::Field> {
             self.types[i]
                 .iter()
-                .flatten()
+                .flat_map(|f| f.iter())
                 .filter_map(|(n, t)| t.map(|ty| p::Field { name: n.to_string(), ty }))
                 .collect()
         };
@@ -1186,6 +1202,16 @@ impl<'d, 'a> Cx<'d, 'a> {
         index_of.extend(subscriber_index);
         prog.tests = self.lower_tests(files, &index_of);
         prog
+    }
+}
+
+/// A declaration's entries by key, each key once. A declaration has a handful of
+/// keys, so a list beats a hash map.
+struct Keys<'b, 'a>(Vec<(&'b str, &'b Entry<'a>)>);
+
+impl<'b, 'a> Keys<'b, 'a> {
+    fn get(&self, key: &str) -> Option<&'b Entry<'a>> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
     }
 }
 
@@ -1264,10 +1290,10 @@ fn check_url(url: &str) -> Result<(), String> {
     if host_only.trim_start_matches('[').is_empty() {
         return Err(format!("`{url}` has no host"));
     }
-    if let Some(port) = host.strip_prefix(host_only).and_then(|p| p.trim_start_matches(']').strip_prefix(':')) {
-        if port.parse::<u16>().is_err() {
-            return Err(format!("`{url}` has an invalid port `{port}`"));
-        }
+    if let Some(port) = host.strip_prefix(host_only).and_then(|p| p.trim_start_matches(']').strip_prefix(':'))
+        && port.parse::<u16>().is_err()
+    {
+        return Err(format!("`{url}` has an invalid port `{port}`"));
     }
     Ok(())
 }
@@ -1283,6 +1309,7 @@ fn path_text(segments: &[Name<'_>]) -> String {
 fn describe_arg(arg: &Value<'_>) -> String {
     match &arg.kind {
         ValueKind::Path(s) => path_text(s),
+        ValueKind::LongPath(s) => path_text(s),
         ValueKind::Str(s) => format!("\"{s}\""),
         ValueKind::Int(n) => n.to_string(),
         ValueKind::Bool(b) => b.to_string(),
@@ -1295,6 +1322,7 @@ fn source_text(value: &Value<'_>) -> String {
     match &value.kind {
         ValueKind::Ident { name, optional } => format!("{name}{}", if *optional { "?" } else { "" }),
         ValueKind::Path(s) => path_text(s),
+        ValueKind::LongPath(s) => path_text(s),
         ValueKind::Call { name, .. } => format!("{}(...)", name.text),
         ValueKind::Duration(ms) => format_duration(*ms),
         ValueKind::Block(_) => "{ ... }".into(),

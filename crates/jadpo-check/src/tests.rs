@@ -6,7 +6,6 @@ use crate::program::{self as p, Answer, BaseType, FailureKind, Type};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Decl, DeclKind, Name, Step, StepKind, Value, ValueKind};
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// A test that checked clean; its steps name declarations by their index in the
@@ -31,14 +30,7 @@ const ANSWER_KINDS: [FailureKind; 7] = [
 ];
 
 impl<'a> Cx<'_, 'a> {
-    pub(crate) fn test(
-        &mut self,
-        _index: usize,
-        file: usize,
-        decl: &Decl<'a>,
-        title: &Cow<'a, str>,
-        steps: &[Step<'a>],
-    ) {
+    pub(crate) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &str, steps: &[Step<'a>]) {
         let errors_before = self.error_count();
         let mut lowered = Vec::with_capacity(steps.len());
         let mut faked: Vec<usize> = Vec::new();
@@ -56,11 +48,11 @@ impl<'a> Cx<'_, 'a> {
                     }
                 }
                 StepKind::Emit { event, fields } => {
-                    if let Some(e) = self.resolve(file, DeclKind::Event, *event, Code::TestUnknownEvent) {
-                        if let Some(values) = self.emit_fields(file, e, *event, fields) {
-                            emitted.push((e, *event));
-                            lowered.push(p::Step::Emit { event: e, fields: values });
-                        }
+                    if let Some(e) = self.resolve(file, DeclKind::Event, *event, Code::TestUnknownEvent)
+                        && let Some(values) = self.emit_fields(file, e, *event, fields)
+                    {
+                        emitted.push((e, *event));
+                        lowered.push(p::Step::Emit { event: e, fields: values });
                     }
                 }
                 StepKind::Wait { ms, .. } => lowered.push(p::Step::Wait { ms: *ms }),

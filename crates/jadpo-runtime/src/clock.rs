@@ -21,17 +21,13 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
     }
 
     fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
         let wait = at_ms.saturating_sub(self.now_ms()).max(0);
-        Box::pin(tokio::time::sleep(std::time::Duration::from_millis(
-            wait as u64,
-        )))
+        Box::pin(tokio::time::sleep(std::time::Duration::from_millis(wait as u64)))
     }
 }
 

@@ -47,10 +47,7 @@ const ANSWER_WORDS: &str = "`ok`, `hang`, `unavailable`, `rate_limited`, `not_fo
 /// Parse testing.md's answers written as one word: `unavailable*5,ok`,
 /// `rate_limited(2m),ok`, `hang`. Spaces are allowed around the parts.
 pub fn parse_answers(script: &str) -> Result<Vec<FakeAnswer>, FakeScriptError> {
-    let err = |problem: String| FakeScriptError {
-        script: script.to_string(),
-        problem,
-    };
+    let err = |problem: String| FakeScriptError { script: script.to_string(), problem };
     let mut answers = Vec::new();
     for part in script.split(',') {
         let part = part.trim();
@@ -71,15 +68,9 @@ pub fn parse_answers(script: &str) -> Result<Vec<FakeAnswer>, FakeScriptError> {
         };
         let (name, retry_after_ms) = match word.split_once('(') {
             Some((name, rest)) => {
-                let inner = rest
-                    .strip_suffix(')')
-                    .ok_or_else(|| err(format!("`{word}` misses its closing `)`")))?;
-                let ms = parse_duration_ms(inner.trim()).ok_or_else(|| {
-                    err(format!(
-                        "`{}` is not a duration such as `30s`, `2m` or `1h`",
-                        inner.trim()
-                    ))
-                })?;
+                let inner = rest.strip_suffix(')').ok_or_else(|| err(format!("`{word}` misses its closing `)`")))?;
+                let ms = parse_duration_ms(inner.trim())
+                    .ok_or_else(|| err(format!("`{}` is not a duration such as `30s`, `2m` or `1h`", inner.trim())))?;
                 (name.trim(), Some(ms))
             }
             None => (word, None),
@@ -89,24 +80,14 @@ pub fn parse_answers(script: &str) -> Result<Vec<FakeAnswer>, FakeScriptError> {
             "hang" => Answer::Hang,
             other => match FailureKind::parse(other) {
                 Some(FailureKind::LeaseExpired) | None => {
-                    return Err(err(format!(
-                        "`{other}` is not an answer; expected one of {ANSWER_WORDS}"
-                    )));
+                    return Err(err(format!("`{other}` is not an answer; expected one of {ANSWER_WORDS}")));
                 }
-                Some(kind) => Answer::Fail {
-                    kind,
-                    retry_after_ms,
-                },
+                Some(kind) => Answer::Fail { kind, retry_after_ms },
             },
         };
         if retry_after_ms.is_some() {
-            let retryable = matches!(
-                answer,
-                Answer::Fail {
-                    kind: FailureKind::Unavailable | FailureKind::RateLimited,
-                    ..
-                }
-            );
+            let retryable =
+                matches!(answer, Answer::Fail { kind: FailureKind::Unavailable | FailureKind::RateLimited, .. });
             if !retryable {
                 return Err(err(format!(
                     "`{name}` cannot take a Retry-After; only `unavailable` and `rate_limited` can"
@@ -147,20 +128,14 @@ impl FakeDriver {
     /// A fake with these answers (an empty script answers `unavailable`, as a
     /// connection with no fake does in a test).
     pub fn new(answers: Vec<FakeAnswer>) -> FakeDriver {
-        FakeDriver {
-            answers,
-            cursor: Mutex::new((0, 0)),
-        }
+        FakeDriver { answers, cursor: Mutex::new((0, 0)) }
     }
 
     /// Take the next answer.
     pub fn next_answer(&self) -> Answer {
         let mut cur = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
         let Some(last) = self.answers.len().checked_sub(1) else {
-            return Answer::Fail {
-                kind: FailureKind::Unavailable,
-                retry_after_ms: None,
-            };
+            return Answer::Fail { kind: FailureKind::Unavailable, retry_after_ms: None };
         };
         let (i, used) = *cur;
         let a = self.answers[i.min(last)];
@@ -180,15 +155,9 @@ pub fn outcome_of(answer: Answer) -> Option<Outcome> {
     match answer {
         Answer::Ok => Some(Outcome::ok()),
         Answer::Hang => None,
-        Answer::Fail {
-            kind,
-            retry_after_ms,
-        } => Some(Outcome::Failed(CallFailure {
-            kind,
-            code: format!("fake.{kind}"),
-            http_status: None,
-            retry_after_ms,
-        })),
+        Answer::Fail { kind, retry_after_ms } => {
+            Some(Outcome::Failed(CallFailure { kind, code: format!("fake.{kind}"), http_status: None, retry_after_ms }))
+        }
     }
 }
 
@@ -209,10 +178,7 @@ mod tests {
     use super::*;
 
     fn fail(kind: FailureKind) -> Answer {
-        Answer::Fail {
-            kind,
-            retry_after_ms: None,
-        }
+        Answer::Fail { kind, retry_after_ms: None }
     }
 
     #[test]
@@ -221,29 +187,14 @@ mod tests {
         assert_eq!(
             a,
             vec![
-                FakeAnswer {
-                    answer: fail(FailureKind::Unavailable),
-                    times: 5
-                },
-                FakeAnswer {
-                    answer: Answer::Ok,
-                    times: 1
-                }
+                FakeAnswer { answer: fail(FailureKind::Unavailable), times: 5 },
+                FakeAnswer { answer: Answer::Ok, times: 1 }
             ]
         );
         let a = parse_answers(" rate_limited(2m) , ok ").unwrap();
-        assert_eq!(
-            a[0].answer,
-            Answer::Fail {
-                kind: FailureKind::RateLimited,
-                retry_after_ms: Some(120_000)
-            }
-        );
+        assert_eq!(a[0].answer, Answer::Fail { kind: FailureKind::RateLimited, retry_after_ms: Some(120_000) });
         assert_eq!(parse_answers("hang").unwrap()[0].answer, Answer::Hang);
-        assert_eq!(
-            parse_answers("outcome_unknown").unwrap()[0].answer,
-            fail(FailureKind::OutcomeUnknown)
-        );
+        assert_eq!(parse_answers("outcome_unknown").unwrap()[0].answer, fail(FailureKind::OutcomeUnknown));
     }
 
     #[test]

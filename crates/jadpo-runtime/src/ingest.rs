@@ -75,10 +75,7 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn error(status: u16, code: &str, message: String) -> Response {
-    Response {
-        status,
-        body: json!({"error": {"code": code, "field": null, "message": message}}),
-    }
+    Response { status, body: json!({"error": {"code": code, "field": null, "message": message}}) }
 }
 
 async fn write_response(stream: &mut TcpStream, r: Response) {
@@ -136,27 +133,24 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
         match k.as_str() {
             "content-length" => {
-                length = Some(v.parse().map_err(|_| {
-                    error(400, "bad_request", format!("`Content-Length: {v}` is not a length"))
-                })?)
+                length = Some(
+                    v.parse()
+                        .map_err(|_| error(400, "bad_request", format!("`Content-Length: {v}` is not a length")))?,
+                )
             }
             "transfer-encoding" => chunked = !v.eq_ignore_ascii_case("identity"),
             "expect" => expect_continue = v.eq_ignore_ascii_case("100-continue"),
             _ => {}
         }
     }
-    let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/'))
-    else {
+    let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
         return Err(error(404, "not_found", format!("no route `{path}`; post to `/events/NAME`")));
     };
     if method != "POST" {
         return Err(error(405, "method_not_allowed", "events are taken by `POST`".into()));
     }
     if ingest.program.event(name).is_none() {
-        return Err(Response {
-            status: 404,
-            body: PayloadError::UnknownEvent(name.to_string()).to_json(),
-        });
+        return Err(Response { status: 404, body: PayloadError::UnknownEvent(name.to_string()).to_json() });
     }
     if chunked {
         return Err(error(411, "length_required", "send the body with a `Content-Length`".into()));
@@ -181,24 +175,16 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
         body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(length);
-    let text = String::from_utf8(body).map_err(|_| Response {
-        status: 422,
-        body: PayloadError::NotJson("the body is not UTF-8".into()).to_json(),
-    })?;
-    let event = new_event(&ingest.program, name, &text).map_err(|e| Response {
-        status: 422,
-        body: e.to_json(),
-    })?;
+    let text = String::from_utf8(body)
+        .map_err(|_| Response { status: 422, body: PayloadError::NotJson("the body is not UTF-8".into()).to_json() })?;
+    let event = new_event(&ingest.program, name, &text).map_err(|e| Response { status: 422, body: e.to_json() })?;
     let store = ingest.store.clone();
     let now = ingest.clock.now_ms();
     let stored = tokio::task::spawn_blocking(move || store.emit(&[event], now)).await;
     match stored {
         Ok(Ok(ids)) => {
             ingest.wake.notify_waiters();
-            Ok(Response {
-                status: 202,
-                body: json!({"id": ids.first()}),
-            })
+            Ok(Response { status: 202, body: json!({"id": ids.first()}) })
         }
         Ok(Err(e)) => Err(error(503, "store_unavailable", e.to_string())),
         Err(e) => Err(error(503, "store_unavailable", e.to_string())),

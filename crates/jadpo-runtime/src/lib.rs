@@ -7,12 +7,12 @@
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`workers`]: the tokio workers and the tick that run deliveries.
 
-pub mod core;
-pub mod store;
 pub mod clock;
+pub mod core;
 pub mod drivers;
-pub mod payload;
-pub mod log;
-pub mod workers;
 pub mod ingest;
+pub mod log;
+pub mod payload;
+pub mod store;
 pub mod views;
+pub mod workers;

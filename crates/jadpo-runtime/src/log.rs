@@ -136,14 +136,9 @@ pub fn attempt_line(
 pub fn claim_line(at_ms: i64, delivery: i64, subscriber: &str, decision: &ClaimDecision) -> Line {
     let (state, kind, code, because) = match decision {
         ClaimDecision::Handled => ("succeeded", None, None, Some("handled")),
-        ClaimDecision::GiveUp {
-            failure, because, ..
-        } => (
-            "failed",
-            Some(failure.kind.as_str()),
-            Some(failure.code.clone()),
-            Some(because.as_str()),
-        ),
+        ClaimDecision::GiveUp { failure, because, .. } => {
+            ("failed", Some(failure.kind.as_str()), Some(failure.code.clone()), Some(because.as_str()))
+        }
         _ => ("", None, None, None),
     };
     Line(json!({

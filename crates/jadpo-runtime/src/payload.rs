@@ -93,10 +93,7 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
     };
     for key in obj.keys() {
         if !event.fields.iter().any(|f| f.name == *key) {
-            return Err(PayloadError::UnknownField {
-                event: event.name.clone(),
-                field: key.clone(),
-            });
+            return Err(PayloadError::UnknownField { event: event.name.clone(), field: key.clone() });
         }
     }
     for f in &event.fields {
@@ -105,25 +102,17 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
             if f.ty.optional {
                 continue;
             }
-            return Err(PayloadError::MissingField {
-                event: event.name.clone(),
-                field: f.name.clone(),
-            });
+            return Err(PayloadError::MissingField { event: event.name.clone(), field: f.name.clone() });
         }
         let ok = match f.ty.base {
             BaseType::String => v.is_string(),
             BaseType::Int => v.is_i64() || v.is_u64() && v.as_u64().is_some_and(|n| n <= i64::MAX as u64),
             BaseType::Float => v.is_number(),
             BaseType::Bool => v.is_boolean(),
-            BaseType::Time => v
-                .as_str()
-                .is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok()),
+            BaseType::Time => v.as_str().is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok()),
         };
         if !ok {
-            return Err(PayloadError::WrongType {
-                field: f.name.clone(),
-                expected: type_words(f.ty.base),
-            });
+            return Err(PayloadError::WrongType { field: f.name.clone(), expected: type_words(f.ty.base) });
         }
     }
     Ok(())
@@ -132,20 +121,13 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
 /// Parse and check a payload for the event named `name`, and make the event to
 /// store with one delivery per subscriber of it.
 pub fn new_event(program: &Program, name: &str, json: &str) -> Result<NewEvent, PayloadError> {
-    let value: Value =
-        serde_json::from_str(json).map_err(|e| PayloadError::NotJson(e.to_string()))?;
+    let value: Value = serde_json::from_str(json).map_err(|e| PayloadError::NotJson(e.to_string()))?;
     new_event_from_value(program, name, &value)
 }
 
 /// As [`new_event`], from a parsed value.
-pub fn new_event_from_value(
-    program: &Program,
-    name: &str,
-    value: &Value,
-) -> Result<NewEvent, PayloadError> {
-    let index = program
-        .event(name)
-        .ok_or_else(|| PayloadError::UnknownEvent(name.to_string()))?;
+pub fn new_event_from_value(program: &Program, name: &str, value: &Value) -> Result<NewEvent, PayloadError> {
+    let index = program.event(name).ok_or_else(|| PayloadError::UnknownEvent(name.to_string()))?;
     validate(&program.events[index], value)?;
     let deliveries = program
         .subscribers
@@ -161,11 +143,7 @@ pub fn new_event_from_value(
                 .unwrap_or_default(),
         })
         .collect();
-    Ok(NewEvent {
-        name: name.to_string(),
-        payload: value.to_string(),
-        deliveries,
-    })
+    Ok(NewEvent { name: name.to_string(), payload: value.to_string(), deliveries })
 }
 
 fn literal(l: &Literal) -> Value {
@@ -182,10 +160,7 @@ pub fn call_args(program: &Program, call: &Call, payload: &Value) -> Value {
     let params = program.actions.get(call.action).map(|a| &a.params[..]).unwrap_or(&[]);
     let mut args = Map::new();
     for (i, arg) in call.args.iter().enumerate() {
-        let name = params
-            .get(i)
-            .map(|p| p.name.clone())
-            .unwrap_or_else(|| format!("arg{i}"));
+        let name = params.get(i).map(|p| p.name.clone()).unwrap_or_else(|| format!("arg{i}"));
         let v = match arg {
             Arg::Field(f) => payload.get(f).cloned().unwrap_or(Value::Null),
             Arg::Literal(l) => literal(l),
@@ -202,10 +177,7 @@ mod tests {
     use serde_json::json;
 
     fn event() -> Event {
-        let f = |name: &str, base, optional| Field {
-            name: name.into(),
-            ty: Type { base, optional },
-        };
+        let f = |name: &str, base, optional| Field { name: name.into(), ty: Type { base, optional } };
         Event {
             name: "Paid".into(),
             fields: vec![

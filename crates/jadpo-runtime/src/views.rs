@@ -43,10 +43,7 @@ pub fn attempt_json(a: &AttemptView) -> Value {
 pub fn delivery_with_history_json(d: &DeliveryView, history: &[AttemptView]) -> Value {
     let mut v = delivery_json(d);
     if let Value::Object(o) = &mut v {
-        o.insert(
-            "history".into(),
-            Value::Array(history.iter().map(attempt_json).collect()),
-        );
+        o.insert("history".into(), Value::Array(history.iter().map(attempt_json).collect()));
     }
     v
 }
@@ -54,19 +51,12 @@ pub fn delivery_with_history_json(d: &DeliveryView, history: &[AttemptView]) -> 
 /// `{"states": {...}, "subscribers": {NAME: {STATE: N}}, "breakers_open": N,
 /// "oldest_pending_s": S}`.
 pub fn status_json(s: &StatusView) -> Value {
-    let states: Map<String, Value> = s
-        .states
-        .iter()
-        .map(|(st, n)| (st.as_str().to_string(), json!(n)))
-        .collect();
+    let states: Map<String, Value> = s.states.iter().map(|(st, n)| (st.as_str().to_string(), json!(n))).collect();
     let subscribers: Map<String, Value> = s
         .subscribers
         .iter()
         .map(|(name, counts)| {
-            let c: Map<String, Value> = counts
-                .iter()
-                .map(|(st, n)| (st.as_str().to_string(), json!(n)))
-                .collect();
+            let c: Map<String, Value> = counts.iter().map(|(st, n)| (st.as_str().to_string(), json!(n))).collect();
             (name.clone(), Value::Object(c))
         })
         .collect();
@@ -103,7 +93,13 @@ pub fn delivery_line(d: &DeliveryView) -> String {
 pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
     let mut out = format!(
         "delivery {}\n  event       {} #{}\n  subscriber  {}\n  connection  {}\n  state       {}\n  attempts    {}\n",
-        d.id, d.event, d.event_id, d.subscriber, d.connection, d.state.as_str(), d.attempts
+        d.id,
+        d.event,
+        d.event_id,
+        d.subscriber,
+        d.connection,
+        d.state.as_str(),
+        d.attempts
     );
     if let Some(due) = d.due_at_ms {
         out.push_str(&format!("  due at      {}\n", rfc3339(due)));
@@ -119,13 +115,7 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
         out.push_str("    (no attempts yet)\n");
     }
     for a in history {
-        out.push_str(&format!(
-            "    #{} {} {}ms {}",
-            a.attempt,
-            rfc3339(a.started_at_ms),
-            a.duration_ms,
-            a.outcome
-        ));
+        out.push_str(&format!("    #{} {} {}ms {}", a.attempt, rfc3339(a.started_at_ms), a.duration_ms, a.outcome));
         if let (Some(k), Some(c)) = (&a.kind, &a.code) {
             out.push_str(&format!(" {k} ({c})"));
         }
@@ -140,10 +130,7 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
 /// `jadpoc status` for people.
 pub fn status_text(s: &StatusView) -> String {
     let counts = |c: &[(jadpo_check::program::DeliveryState, u64)]| {
-        c.iter()
-            .map(|(st, n)| format!("{} {n}", st.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        c.iter().map(|(st, n)| format!("{} {n}", st.as_str())).collect::<Vec<_>>().join(", ")
     };
     let mut out = format!("deliveries: {}\n", counts(&s.states));
     for (name, c) in &s.subscribers {

@@ -8,9 +8,7 @@
 //! themselves (a claim reads ended leases before due deliveries).
 
 use crate::clock::Clock;
-use crate::core::{
-    self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
-};
+use crate::core::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim};
 use crate::drivers::{CallRequest, Driver};
 use crate::log::{Line, Logger, attempt_line, claim_line, schedule_line};
 use crate::payload::call_args;
@@ -41,13 +39,7 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig {
-            workers: 4,
-            batch: 256,
-            poll_ms: 100,
-            stop_grace_ms: 10_000,
-            seed: None,
-        }
+        RuntimeConfig { workers: 4, batch: 256, poll_ms: 100, stop_grace_ms: 10_000, seed: None }
     }
 }
 
@@ -111,20 +103,11 @@ impl Runtime {
                 None => return Err(RuntimeError::MissingDriver(c.name.clone())),
             }
         }
-        let subscribers = program
-            .subscribers
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.clone(), i))
-            .collect();
+        let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let schedules = program
             .schedules
             .iter()
-            .map(|s| ScheduleSpec {
-                name: s.name.clone(),
-                every_ms: s.every_ms,
-                timeout_ms: s.timeout_ms,
-            })
+            .map(|s| ScheduleSpec { name: s.name.clone(), every_ms: s.every_ms, timeout_ms: s.timeout_ms })
             .collect();
         let rng = match config.seed {
             Some(seed) => StdRng::seed_from_u64(seed),
@@ -158,13 +141,7 @@ impl Runtime {
             }
             // A delivery of a subscriber this program no longer has: a defect of
             // the deployment, failed so an operator sees it (and can retry it).
-            None => match decide_at_claim(
-                &c.record,
-                &Default::default(),
-                now_ms,
-                c.handled,
-                30_000,
-            ) {
+            None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, 30_000) {
                 ClaimDecision::Skip => ClaimDecision::Skip,
                 ClaimDecision::Handled => ClaimDecision::Handled,
                 _ => ClaimDecision::GiveUp {
@@ -223,20 +200,14 @@ impl Runtime {
         };
         drop(tx);
         let recorded = committer.await.unwrap_or(0);
-        Ok(RunSummary {
-            recorded,
-            abandoned,
-        })
+        Ok(RunSummary { recorded, abandoned })
     }
 
     async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
         let outcome = self.call(&c).await;
         let now = self.clock.now_ms();
-        let budget = self
-            .subscribers
-            .get(&c.subscriber)
-            .map(|&i| self.program.subscribers[i].budget)
-            .unwrap_or_default();
+        let budget =
+            self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
         let decision = {
             let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
             decide_after_attempt(&c.record, &budget, &outcome, now, &mut *rng)
@@ -292,31 +263,27 @@ impl Runtime {
         let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
             return;
         };
-        let outcome = match self
-            .program
-            .actions
-            .get(s.call.action)
-            .and_then(|a| Some((a, self.drivers.get(a.connection)?)))
-        {
-            None => Outcome::fail(FailureKind::InternalFault, "runtime.unknown_action"),
-            Some((action, driver)) => {
-                let request = CallRequest {
-                    action: action.name.clone(),
-                    args: call_args(&self.program, &s.call, &Value::Null),
-                    event_id: None,
-                    event: name.clone(),
-                    delivery: None,
-                    attempt: 1,
-                };
-                let deadline = started_ms.saturating_add(core::ms_i64(s.timeout_ms));
-                tokio::select! {
-                    o = driver.call(request) => o,
-                    _ = self.clock.sleep_until(deadline) => {
-                        Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
+        let outcome =
+            match self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?))) {
+                None => Outcome::fail(FailureKind::InternalFault, "runtime.unknown_action"),
+                Some((action, driver)) => {
+                    let request = CallRequest {
+                        action: action.name.clone(),
+                        args: call_args(&self.program, &s.call, &Value::Null),
+                        event_id: None,
+                        event: name.clone(),
+                        delivery: None,
+                        attempt: 1,
+                    };
+                    let deadline = started_ms.saturating_add(core::ms_i64(s.timeout_ms));
+                    tokio::select! {
+                        o = driver.call(request) => o,
+                        _ = self.clock.sleep_until(deadline) => {
+                            Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
+                        }
                     }
                 }
-            }
-        };
+            };
         let now = self.clock.now_ms();
         let failure = outcome.failure();
         let store = self.store.clone();
@@ -384,11 +351,7 @@ async fn claim_loop(
                 continue;
             }
         };
-        let lines: Vec<Line> = report
-            .ended
-            .iter()
-            .map(|(id, sub, d)| claim_line(now, *id, sub, d))
-            .collect();
+        let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now, *id, sub, d)).collect();
         rt.logger.write(&lines);
         let taken = report.run.len();
         for c in report.run {
@@ -409,9 +372,7 @@ async fn claim_loop(
             // other processes added, an in-process emit, or the stop.
             let store = rt.store.clone();
             let next = blocking(move || store.next_due_ms()).await.ok().flatten();
-            let until = next
-                .unwrap_or(i64::MAX)
-                .min(now.saturating_add(core::ms_i64(rt.config.poll_ms)));
+            let until = next.unwrap_or(i64::MAX).min(now.saturating_add(core::ms_i64(rt.config.poll_ms)));
             tokio::select! {
                 _ = rt.wake.notified() => {}
                 _ = rt.clock.sleep_until(until) => {}

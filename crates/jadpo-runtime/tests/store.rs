@@ -3,8 +3,8 @@
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
-    ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, RetryResult, ScheduleSpec,
-    SqliteStore, Store, StoreError,
+    ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store,
+    StoreError,
 };
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier, Mutex};
@@ -17,10 +17,7 @@ fn event(n: usize) -> NewEvent {
     NewEvent {
         name: "Paid".into(),
         payload: format!(r#"{{"id":"p{n}"}}"#),
-        deliveries: vec![NewDelivery {
-            subscriber: "rec".into(),
-            connection: "c".into(),
-        }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
     }
 }
 
@@ -30,9 +27,7 @@ fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
 
 fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
     store
-        .claim(now, limit, &mut |c| {
-            core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS)
-        })
+        .claim(now, limit, &mut |c| core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS))
         .expect("claim")
 }
 
@@ -89,18 +84,8 @@ fn a_retryable_failure_is_pending_again_with_its_failure_kept() {
     store.emit(&[event(1)], T0).unwrap();
     let c = claim(&store, T0, 10).run.remove(0);
     let outcome = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
-    let decision = Decision::Retry {
-        due_at_ms: T0 + 5_000,
-        failure: outcome.failure().unwrap(),
-    };
-    let rec = Recorded {
-        id: c.id,
-        attempt: 1,
-        started_at_ms: c.claimed_at_ms,
-        ended_at_ms: T0 + 1,
-        outcome,
-        decision,
-    };
+    let decision = Decision::Retry { due_at_ms: T0 + 5_000, failure: outcome.failure().unwrap() };
+    let rec = Recorded { id: c.id, attempt: 1, started_at_ms: c.claimed_at_ms, ended_at_ms: T0 + 1, outcome, decision };
     assert_eq!(store.record(&[rec]).unwrap(), 1);
     let (d, h) = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Pending);
@@ -190,10 +175,7 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
         .unwrap();
     let later = T0 + 86_400_000 * 3;
     assert_eq!(store.retry(&[c.id, 999], later).unwrap(), vec![RetryResult::Retried, RetryResult::NotFound]);
-    assert_eq!(
-        store.retry(&[c.id], later).unwrap(),
-        vec![RetryResult::NotRetryable(DeliveryState::Pending)]
-    );
+    assert_eq!(store.retry(&[c.id], later).unwrap(), vec![RetryResult::NotRetryable(DeliveryState::Pending)]);
     let d = &store.deliveries(&DeliveryFilter::default()).unwrap()[0];
     assert_eq!((d.state, d.attempts, d.due_at_ms, d.budget_start_ms), (DeliveryState::Pending, 0, Some(later), later));
     let again = claim(&store, later, 10).run.remove(0);

@@ -138,8 +138,10 @@ pub enum ValueKind<'a> {
         name: &'a str,
         optional: bool,
     },
-    /// `a.b.c` or `event.field`: every segment with its span.
-    Path(Vec<Name<'a>>),
+    /// `event.field` or `a.b`: two segments, the usual path, kept without allocating.
+    Path([Name<'a>; 2]),
+    /// `a.b.c` and longer.
+    LongPath(Vec<Name<'a>>),
     Call {
         name: Name<'a>,
         args: Vec<Value<'a>>,
@@ -185,7 +187,16 @@ impl<'a> Block<'a> {
     }
 }
 
-impl ValueKind<'_> {
+impl<'a> ValueKind<'a> {
+    /// A path's segments, each with its span.
+    pub fn segments(&self) -> Option<&[Name<'a>]> {
+        match self {
+            ValueKind::Path(s) => Some(s),
+            ValueKind::LongPath(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// What kind of value this is, in words, for messages.
     pub fn describe(&self) -> &'static str {
         match self {
@@ -195,7 +206,7 @@ impl ValueKind<'_> {
             ValueKind::Bool(_) => "a boolean",
             ValueKind::Ident { optional: false, .. } => "a name",
             ValueKind::Ident { optional: true, .. } => "an optional type",
-            ValueKind::Path(_) => "a path",
+            ValueKind::Path(_) | ValueKind::LongPath(_) => "a path",
             ValueKind::Call { .. } => "a call",
             ValueKind::Block(_) => "a block",
             ValueKind::List(_) => "a list",

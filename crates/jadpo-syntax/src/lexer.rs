@@ -252,12 +252,10 @@ impl<'a, 'e> Lexer<'a, 'e> {
             self.flush_invalid();
             let bracket =
                 matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
-            if self.depth >= MAX_NESTING && !bracket {
-                // Past the nesting limit everything is skipped until the brackets close
-                // back to the limit: one error, and the rest of the file still parses.
-                if self.depth > MAX_NESTING {
-                    continue;
-                }
+            if self.depth > MAX_NESTING && !bracket {
+                // The bracket that passes the nesting limit is kept with nothing inside
+                // it, so it still closes: one error, and the rest of the file parses.
+                continue;
             }
             let text = self.inner.slice();
             let tok = match raw {
@@ -307,22 +305,17 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Raw::Breaker => Tok::Breaker,
                 Raw::LBrace | Raw::LParen | Raw::LBracket => {
                     self.depth += 1;
-                    if self.depth > MAX_NESTING {
-                        if self.depth > MAX_NESTING + 1 {
-                            continue;
-                        }
-                        if !self.too_deep {
-                            self.too_deep = true;
-                            self.error(
-                                SyntaxErrorKind::NestingTooDeep,
-                                span,
-                                format!("blocks, lists and calls nest at most {MAX_NESTING} deep"),
-                                None,
-                            );
-                        }
-                        // The whole too-deep region stands in as one placeholder value,
-                        // so the brackets around it still close and nothing cascades.
-                        return Some((range.start, Tok::Int(0), range.end));
+                    if self.depth > MAX_NESTING + 1 {
+                        continue;
+                    }
+                    if self.depth == MAX_NESTING + 1 && !self.too_deep {
+                        self.too_deep = true;
+                        self.error(
+                            SyntaxErrorKind::NestingTooDeep,
+                            span,
+                            format!("blocks, lists and calls nest at most {MAX_NESTING} deep"),
+                            None,
+                        );
                     }
                     match raw {
                         Raw::LBrace => Tok::LBrace,
@@ -332,7 +325,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 }
                 Raw::RBrace | Raw::RParen | Raw::RBracket => {
                     self.depth = self.depth.saturating_sub(1);
-                    if self.depth >= MAX_NESTING {
+                    if self.depth > MAX_NESTING {
                         continue;
                     }
                     match raw {

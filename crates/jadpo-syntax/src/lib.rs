@@ -17,6 +17,13 @@ mod grammar {
     include!(concat!(env!("OUT_DIR"), "/jadpo.rs"));
 }
 
+/// A list as long as its contents: a parsed program keeps tens of thousands of small
+/// lists, and the spare capacity left by growing them would double the tree's size.
+pub(crate) fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
 /// What went wrong, lexically or syntactically; the checker maps each to its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyntaxErrorKind {

@@ -25,7 +25,8 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let paths = if paths.is_empty() { &default[..] } else { paths };
     let mut files = Vec::new();
     for path in paths {
-        let meta = std::fs::metadata(path).map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
+        let meta = std::fs::metadata(path)
+            .map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
         if meta.is_dir() {
             let before = files.len();
             walk(path, &mut files)?;
@@ -42,13 +43,15 @@ pub fn find_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| LoadError(format!("cannot read `{}`: {}", dir.display(), io_reason(&e))))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| LoadError(format!("cannot read `{}`: {}", dir.display(), io_reason(&e))))?;
     for entry in entries {
         let entry = entry.map_err(|e| LoadError(format!("cannot read `{}`: {}", dir.display(), io_reason(&e))))?;
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let file_type = entry.file_type().map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
+        let file_type =
+            entry.file_type().map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
         if file_type.is_dir() {
             if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
                 walk(&path, out)?;
@@ -65,7 +68,8 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<SourceFile>, LoadError> {
     files
         .iter()
         .map(|path| {
-            let bytes = std::fs::read(path).map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
+            let bytes = std::fs::read(path)
+                .map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
             if bytes.len() > u32::MAX as usize {
                 return Err(LoadError(format!("`{}` is larger than 4 GiB", path.display())));
             }

@@ -49,12 +49,7 @@ fn env(extra: &str) -> Env {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_path_buf();
     let program = program(&path, extra);
-    Env {
-        db: path.join("store").join("outbox.db"),
-        dir: path,
-        program,
-        _dir: dir,
-    }
+    Env { db: path.join("store").join("outbox.db"), dir: path, program, _dir: dir }
 }
 
 impl Env {
@@ -101,18 +96,17 @@ impl Env {
         serde_json::from_slice(&out.stdout).expect("json")
     }
 
-    fn start(&self, fakes: &[&str], extra: &[&str]) -> Child {
+    fn start(&self, fakes: &[&str], extra: &[&str]) -> Running {
         let mut args = vec!["run", self.prog(), "--db", self.db(), "--log-format", "json"];
         for f in fakes {
             args.push("--fake");
             args.push(f);
         }
         args.extend_from_slice(extra);
-        self.cmd(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start jadpoc run")
+        // Logs go to a file: a pipe nobody reads would fill and stall the run.
+        let log = std::fs::File::create(self.dir.join("run.log")).expect("log file");
+        let child = self.cmd(&args).stdout(Stdio::null()).stderr(Stdio::from(log)).spawn().expect("start jadpoc run");
+        Running { child, log: self.dir.join("run.log") }
     }
 
     /// Run with `fakes` until `done` holds for the deliveries (or 30s pass), then
@@ -131,15 +125,21 @@ impl Env {
     }
 }
 
-/// SIGTERM, then the exit status must be 0; returns stderr.
-fn stop(mut child: Child) -> String {
+/// A `jadpoc run` started by a test, its log in a file.
+struct Running {
+    child: Child,
+    log: PathBuf,
+}
+
+/// SIGTERM, then the exit status must be 0; returns its log.
+fn stop(run: Running) -> String {
+    let Running { mut child, log } = run;
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
-                let out = child.wait_with_output().expect("output");
-                let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                let err = std::fs::read_to_string(&log).unwrap_or_default();
                 assert!(status.success(), "jadpoc run exited {status}: {err}");
                 return err;
             }
@@ -210,7 +210,8 @@ fn rfc3339_ms(v: &Value) -> i64 {
 fn runtime_unavailable_is_pending_with_one_attempt_due_1s_to_30s_ahead() {
     let e = env("");
     e.emit(r#"{"id": "p1", "cents": 100}"#);
-    let list = e.run_until(&["c=unavailable"], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let list =
+        e.run_until(&["c=unavailable"], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     let d = &list[0];
     assert_eq!(d["last_failure"]["kind"], "unavailable");
     let id = d["id"].as_i64().expect("id");
@@ -267,7 +268,11 @@ fn runtime_emit_refuses_bad_payloads_naming_the_field() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`Nope`"));
 
     let nd = e.dir.join("in.ndjson");
-    std::fs::write(&nd, "{\"id\": \"a\", \"cents\": 1}\n\n{\"id\": \"b\"}\n{\"id\": \"c\", \"cents\": 3, \"note\": null}\n").expect("write");
+    std::fs::write(
+        &nd,
+        "{\"id\": \"a\", \"cents\": 1}\n\n{\"id\": \"b\"}\n{\"id\": \"c\", \"cents\": 3, \"note\": null}\n",
+    )
+    .expect("write");
     let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("path"), "--db", e.db()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -294,7 +299,8 @@ fn runtime_run_refuses_a_connection_without_a_driver_and_a_foreign_store() {
     let out = e.jadpoc(&["status", "--db", foreign.to_str().expect("path")]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a jadpo store"));
-    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p", "cents": 1}"#, "--db", foreign.to_str().expect("path")]);
+    let out =
+        e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p", "cents": 1}"#, "--db", foreign.to_str().expect("path")]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(&foreign).expect("read"), before);
 }
@@ -357,8 +363,7 @@ fn runtime_listen_takes_events_over_http() {
 
 #[test]
 fn runtime_schedules_run_and_are_logged() {
-    let e = env(
-        r#"
+    let e = env(r#"
 action sync() {
     via: c
 }
@@ -367,8 +372,7 @@ schedule every_second {
     every: 1s
     run: sync()
 }
-"#,
-    );
+"#);
     let child = e.start(&["c=ok"], &[]);
     std::thread::sleep(Duration::from_millis(3_500));
     let log = stop(child);
@@ -381,8 +385,7 @@ schedule every_second {
 /// back after their lease (1s timeout + 30s) with `lease_expired` recorded.
 #[test]
 fn runtime_crash_mid_way_loses_nothing_and_leases_come_back() {
-    let e = env(
-        r#"
+    let e = env(r#"
 event Slow {
     n: int
 }
@@ -400,8 +403,7 @@ subscriber slow {
     run: slow_call(event.n)
     timeout: 1s
 }
-"#,
-    );
+"#);
     // The slow ones first, so the first claim takes them.
     for n in 0..3 {
         let out = e.jadpoc(&["emit", e.prog(), "Slow", &format!(r#"{{"n": {n}}}"#), "--db", e.db()]);
@@ -413,7 +415,7 @@ subscriber slow {
     let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("path"), "--db", e.db()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let mut child = e.start(&["c=ok", "h=hang"], &[]);
+    let Running { mut child, .. } = e.start(&["c=ok", "h=hang"], &[]);
     let start = Instant::now();
     loop {
         let s = e.status();

@@ -67,12 +67,7 @@ impl Outcome {
 
     /// A failure of this kind and code, with no HTTP status and no Retry-After.
     pub fn fail(kind: FailureKind, code: impl Into<String>) -> Outcome {
-        Outcome::Failed(CallFailure {
-            kind,
-            code: code.into(),
-            http_status: None,
-            retry_after_ms: None,
-        })
+        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: None, retry_after_ms: None })
     }
 
     /// The HTTP status of the call, if any.
@@ -141,9 +136,7 @@ impl Record {
     /// The last moment an attempt may start: the budget's start plus `within`,
     /// moved on by the time held.
     pub fn window_end_ms(&self, budget: &Budget) -> i64 {
-        self.budget_start_ms
-            .saturating_add(ms_i64(budget.within_ms))
-            .saturating_add(self.held_ms)
+        self.budget_start_ms.saturating_add(ms_i64(budget.within_ms)).saturating_add(self.held_ms)
     }
 }
 
@@ -215,9 +208,9 @@ impl Decision {
     pub fn failure(&self) -> Option<&Failure> {
         match self {
             Decision::Succeeded => None,
-            Decision::Retry { failure, .. }
-            | Decision::Failed { failure, .. }
-            | Decision::Parked { failure } => Some(failure),
+            Decision::Retry { failure, .. } | Decision::Failed { failure, .. } | Decision::Parked { failure } => {
+                Some(failure)
+            }
         }
     }
 
@@ -259,24 +252,15 @@ pub fn decide_after_attempt<R: Rng + ?Sized>(
     match call.kind {
         FailureKind::OutcomeUnknown => return Decision::Parked { failure },
         FailureKind::InternalFault => {
-            return Decision::Failed {
-                failure,
-                because: FailedBecause::Defect,
-            };
+            return Decision::Failed { failure, because: FailedBecause::Defect };
         }
         kind if !kind.is_retryable() => {
-            return Decision::Failed {
-                failure,
-                because: FailedBecause::NotRetryable,
-            };
+            return Decision::Failed { failure, because: FailedBecause::NotRetryable };
         }
         _ => {}
     }
     if record.attempts >= budget.attempts {
-        return Decision::Failed {
-            failure,
-            because: FailedBecause::AttemptsUsed,
-        };
+        return Decision::Failed { failure, because: FailedBecause::AttemptsUsed };
     }
     // A Retry-After raises the wait to what it asks; it never lowers it.
     let mut wait = draw_wait_ms(record.attempts.max(1), rng);
@@ -286,10 +270,7 @@ pub fn decide_after_attempt<R: Rng + ?Sized>(
     let due_at_ms = now_ms.saturating_add(ms_i64(wait));
     // Fail now rather than at a claim that could only give up.
     if due_at_ms > record.window_end_ms(budget) {
-        return Decision::Failed {
-            failure,
-            because: FailedBecause::PastWindow,
-        };
+        return Decision::Failed { failure, because: FailedBecause::PastWindow };
     }
     Decision::Retry { due_at_ms, failure }
 }
@@ -353,11 +334,7 @@ pub fn decide_at_claim(
     if handled {
         return ClaimDecision::Handled;
     }
-    let last = if lease_expired {
-        Some(Failure::lease_expired())
-    } else {
-        record.last_failure.clone()
-    };
+    let last = if lease_expired { Some(Failure::lease_expired()) } else { record.last_failure.clone() };
     let give_up = |because| ClaimDecision::GiveUp {
         failure: last.clone().unwrap_or_else(Failure::deadline_exceeded),
         because,
@@ -378,9 +355,7 @@ pub fn decide_at_claim(
 
 /// The end of a lease taken at `now_ms` for a run limited to `run_timeout_ms`.
 pub fn lease_until_ms(now_ms: i64, run_timeout_ms: u64) -> i64 {
-    now_ms
-        .saturating_add(ms_i64(run_timeout_ms))
-        .saturating_add(ms_i64(LEASE_GRACE_MS))
+    now_ms.saturating_add(ms_i64(run_timeout_ms)).saturating_add(ms_i64(LEASE_GRACE_MS))
 }
 
 /// An operator's retry at `now_ms`: a `failed` or `parked` delivery becomes

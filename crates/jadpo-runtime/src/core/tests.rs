@@ -36,12 +36,7 @@ fn default_budget() -> Budget {
 }
 
 fn budget(attempts: u32, within_ms: u64) -> Budget {
-    Budget {
-        attempts,
-        within_ms,
-        default_attempts: false,
-        default_within: false,
-    }
+    Budget { attempts, within_ms, default_attempts: false, default_within: false }
 }
 
 /// A record just claimed for its `attempts`-th attempt.
@@ -62,12 +57,7 @@ fn fail(kind: FailureKind) -> Outcome {
 }
 
 fn retry_after(kind: FailureKind, ms: u64) -> Outcome {
-    Outcome::Failed(CallFailure {
-        kind,
-        code: "http.429".into(),
-        http_status: Some(429),
-        retry_after_ms: Some(ms),
-    })
+    Outcome::Failed(CallFailure { kind, code: "http.429".into(), http_status: Some(429), retry_after_ms: Some(ms) })
 }
 
 #[test]
@@ -87,24 +77,14 @@ fn unavailable_and_rate_limited_are_retried() {
             panic!("{kind} should be retried, got {d:?}");
         };
         assert_eq!(failure.kind, kind);
-        assert!(due_at_ms >= T0 + 1_000 && due_at_ms <= T0 + 30_000, "{due_at_ms}");
+        assert!((T0 + 1_000..=T0 + 30_000).contains(&due_at_ms), "{due_at_ms}");
     }
 }
 
 #[test]
 fn declared_failures_fail_at_once() {
-    for kind in [
-        FailureKind::NotFound,
-        FailureKind::Conflict,
-        FailureKind::Rejected,
-    ] {
-        let d = decide_after_attempt(
-            &running(1),
-            &default_budget(),
-            &fail(kind),
-            T0,
-            &mut Constant(0),
-        );
+    for kind in [FailureKind::NotFound, FailureKind::Conflict, FailureKind::Rejected] {
+        let d = decide_after_attempt(&running(1), &default_budget(), &fail(kind), T0, &mut Constant(0));
         assert_eq!(
             d,
             Decision::Failed {
@@ -117,53 +97,25 @@ fn declared_failures_fail_at_once() {
 
 #[test]
 fn outcome_unknown_parks() {
-    let d = decide_after_attempt(
-        &running(1),
-        &default_budget(),
-        &fail(FailureKind::OutcomeUnknown),
-        T0,
-        &mut Constant(0),
-    );
+    let d =
+        decide_after_attempt(&running(1), &default_budget(), &fail(FailureKind::OutcomeUnknown), T0, &mut Constant(0));
     assert!(matches!(d, Decision::Parked { .. }));
     assert_eq!(d.state(), DeliveryState::Parked);
 }
 
 #[test]
 fn internal_fault_fails_as_a_defect() {
-    let d = decide_after_attempt(
-        &running(1),
-        &default_budget(),
-        &fail(FailureKind::InternalFault),
-        T0,
-        &mut Constant(0),
-    );
-    assert!(matches!(
-        d,
-        Decision::Failed {
-            because: FailedBecause::Defect,
-            ..
-        }
-    ));
+    let d =
+        decide_after_attempt(&running(1), &default_budget(), &fail(FailureKind::InternalFault), T0, &mut Constant(0));
+    assert!(matches!(d, Decision::Failed { because: FailedBecause::Defect, .. }));
 }
 
 #[test]
 fn deadline_exceeded_counts_and_is_retried_while_the_budget_lasts() {
     let b = budget(3, DAY_MS);
-    let d = decide_after_attempt(
-        &running(2),
-        &b,
-        &fail(FailureKind::DeadlineExceeded),
-        T0,
-        &mut Constant(0),
-    );
+    let d = decide_after_attempt(&running(2), &b, &fail(FailureKind::DeadlineExceeded), T0, &mut Constant(0));
     assert!(matches!(d, Decision::Retry { .. }));
-    let d = decide_after_attempt(
-        &running(3),
-        &b,
-        &fail(FailureKind::DeadlineExceeded),
-        T0,
-        &mut Constant(0),
-    );
+    let d = decide_after_attempt(&running(3), &b, &fail(FailureKind::DeadlineExceeded), T0, &mut Constant(0));
     assert_eq!(
         d,
         Decision::Failed {
@@ -180,40 +132,16 @@ fn attempt_n_of_n_fails_and_n_minus_one_retries() {
     let d = decide_after_attempt(&running(9), &b, &fail(FailureKind::Unavailable), T0, &mut rng);
     assert!(matches!(d, Decision::Retry { .. }), "{d:?}");
     let d = decide_after_attempt(&running(10), &b, &fail(FailureKind::Unavailable), T0, &mut rng);
-    assert!(matches!(
-        d,
-        Decision::Failed {
-            because: FailedBecause::AttemptsUsed,
-            ..
-        }
-    ));
+    assert!(matches!(d, Decision::Failed { because: FailedBecause::AttemptsUsed, .. }));
     // One attempt: the first failure ends it.
-    let d = decide_after_attempt(
-        &running(1),
-        &budget(1, DAY_MS),
-        &fail(FailureKind::Unavailable),
-        T0,
-        &mut rng,
-    );
-    assert!(matches!(
-        d,
-        Decision::Failed {
-            because: FailedBecause::AttemptsUsed,
-            ..
-        }
-    ));
+    let d = decide_after_attempt(&running(1), &budget(1, DAY_MS), &fail(FailureKind::Unavailable), T0, &mut rng);
+    assert!(matches!(d, Decision::Failed { because: FailedBecause::AttemptsUsed, .. }));
 }
 
 #[test]
 fn a_wait_drawn_at_zero_is_floored_to_one_second() {
     assert_eq!(draw_wait_ms(1, &mut Constant(0)), SECOND_MS);
-    let d = decide_after_attempt(
-        &running(1),
-        &default_budget(),
-        &fail(FailureKind::Unavailable),
-        T0,
-        &mut Constant(0),
-    );
+    let d = decide_after_attempt(&running(1), &default_budget(), &fail(FailureKind::Unavailable), T0, &mut Constant(0));
     assert_eq!(d.due_at_ms(), Some(T0 + 1_000));
 }
 
@@ -239,21 +167,11 @@ fn waits_stay_within_their_ceiling() {
 #[test]
 fn retry_after_raises_the_wait_but_never_lowers_it() {
     let b = default_budget();
-    let d = decide_after_attempt(
-        &running(1),
-        &b,
-        &retry_after(FailureKind::RateLimited, 120_000),
-        T0,
-        &mut Constant(0),
-    );
+    let d =
+        decide_after_attempt(&running(1), &b, &retry_after(FailureKind::RateLimited, 120_000), T0, &mut Constant(0));
     assert_eq!(d.due_at_ms(), Some(T0 + 120_000));
-    let d = decide_after_attempt(
-        &running(1),
-        &b,
-        &retry_after(FailureKind::RateLimited, 10),
-        T0,
-        &mut Constant(u64::MAX),
-    );
+    let d =
+        decide_after_attempt(&running(1), &b, &retry_after(FailureKind::RateLimited, 10), T0, &mut Constant(u64::MAX));
     assert_eq!(d.due_at_ms(), Some(T0 + 30_000));
 }
 
@@ -282,28 +200,10 @@ fn a_next_attempt_exactly_at_within_is_allowed_and_one_ms_past_fails() {
     let b = budget(10, 60_000);
     // The floor of 1s lands the next attempt exactly at the window's end.
     let now = T0 + 59_000;
-    let d = decide_after_attempt(
-        &running(1),
-        &b,
-        &fail(FailureKind::Unavailable),
-        now,
-        &mut Constant(0),
-    );
+    let d = decide_after_attempt(&running(1), &b, &fail(FailureKind::Unavailable), now, &mut Constant(0));
     assert_eq!(d.due_at_ms(), Some(T0 + 60_000));
-    let d = decide_after_attempt(
-        &running(1),
-        &b,
-        &fail(FailureKind::Unavailable),
-        now + 1,
-        &mut Constant(0),
-    );
-    assert!(matches!(
-        d,
-        Decision::Failed {
-            because: FailedBecause::PastWindow,
-            ..
-        }
-    ));
+    let d = decide_after_attempt(&running(1), &b, &fail(FailureKind::Unavailable), now + 1, &mut Constant(0));
+    assert!(matches!(d, Decision::Failed { because: FailedBecause::PastWindow, .. }));
 }
 
 #[test]
@@ -312,13 +212,7 @@ fn time_held_moves_the_window_on() {
     let mut r = running(1);
     r.held_ms = 5 * 60_000;
     assert_eq!(r.window_end_ms(&b), T0 + 6 * 60_000);
-    let d = decide_after_attempt(
-        &r,
-        &b,
-        &fail(FailureKind::Unavailable),
-        T0 + 4 * 60_000,
-        &mut Constant(0),
-    );
+    let d = decide_after_attempt(&r, &b, &fail(FailureKind::Unavailable), T0 + 4 * 60_000, &mut Constant(0));
     assert!(matches!(d, Decision::Retry { .. }));
 }
 
@@ -337,14 +231,7 @@ fn pending(attempts: u32, due: i64, last: Option<Failure>) -> Record {
 #[test]
 fn a_due_claim_runs_and_counts_the_attempt_with_a_lease() {
     let d = decide_at_claim(&pending(0, T0, None), &default_budget(), T0, false, 30_000);
-    assert_eq!(
-        d,
-        ClaimDecision::Run {
-            attempt: 1,
-            lease_until_ms: T0 + 60_000,
-            lease_expired: false
-        }
-    );
+    assert_eq!(d, ClaimDecision::Run { attempt: 1, lease_until_ms: T0 + 60_000, lease_expired: false });
 }
 
 #[test]
@@ -353,10 +240,7 @@ fn a_claim_before_due_skips() {
     assert_eq!(d, ClaimDecision::Skip);
     let mut done = pending(1, T0, None);
     done.state = DeliveryState::Succeeded;
-    assert_eq!(
-        decide_at_claim(&done, &default_budget(), T0, false, 30_000),
-        ClaimDecision::Skip
-    );
+    assert_eq!(decide_at_claim(&done, &default_budget(), T0, false, 30_000), ClaimDecision::Skip);
 }
 
 #[test]
@@ -387,21 +271,8 @@ fn a_claim_after_the_window_without_an_attempt_gives_up_deadline_exceeded() {
 fn a_claim_after_the_window_with_an_attempt_keeps_its_failure() {
     let b = budget(10, HOUR_MS);
     let last = Failure::new("http.503", FailureKind::Unavailable);
-    let d = decide_at_claim(
-        &pending(2, T0 + 100, Some(last.clone())),
-        &b,
-        T0 + 2 * HOUR,
-        false,
-        30_000,
-    );
-    assert_eq!(
-        d,
-        ClaimDecision::GiveUp {
-            failure: last,
-            because: FailedBecause::PastWindow,
-            lease_expired: false
-        }
-    );
+    let d = decide_at_claim(&pending(2, T0 + 100, Some(last.clone())), &b, T0 + 2 * HOUR, false, 30_000);
+    assert_eq!(d, ClaimDecision::GiveUp { failure: last, because: FailedBecause::PastWindow, lease_expired: false });
 }
 
 #[test]
@@ -409,14 +280,7 @@ fn a_claim_after_the_attempts_are_used_gives_up() {
     let b = budget(2, DAY_MS);
     let last = Failure::new("fake.unavailable", FailureKind::Unavailable);
     let d = decide_at_claim(&pending(2, T0, Some(last.clone())), &b, T0, false, 30_000);
-    assert_eq!(
-        d,
-        ClaimDecision::GiveUp {
-            failure: last,
-            because: FailedBecause::AttemptsUsed,
-            lease_expired: false
-        }
-    );
+    assert_eq!(d, ClaimDecision::GiveUp { failure: last, because: FailedBecause::AttemptsUsed, lease_expired: false });
 }
 
 #[test]
@@ -424,19 +288,9 @@ fn an_expired_lease_is_reclaimed_as_lease_expired() {
     let b = default_budget();
     let mut r = running(1);
     r.lease_until_ms = Some(T0 + 60_000);
-    assert_eq!(
-        decide_at_claim(&r, &b, T0 + 59_999, false, 30_000),
-        ClaimDecision::Skip
-    );
+    assert_eq!(decide_at_claim(&r, &b, T0 + 59_999, false, 30_000), ClaimDecision::Skip);
     let d = decide_at_claim(&r, &b, T0 + 60_000, false, 30_000);
-    assert_eq!(
-        d,
-        ClaimDecision::Run {
-            attempt: 2,
-            lease_until_ms: T0 + 120_000,
-            lease_expired: true
-        }
-    );
+    assert_eq!(d, ClaimDecision::Run { attempt: 2, lease_until_ms: T0 + 120_000, lease_expired: true });
 }
 
 #[test]
@@ -485,12 +339,7 @@ fn operator_retry_gives_a_fresh_budget() {
     assert_eq!(fresh.window_end_ms(&default_budget()), now + DAY);
     r.state = DeliveryState::Parked;
     assert!(operator_retry(&r, now).is_some());
-    for state in [
-        DeliveryState::Pending,
-        DeliveryState::Running,
-        DeliveryState::Held,
-        DeliveryState::Succeeded,
-    ] {
+    for state in [DeliveryState::Pending, DeliveryState::Running, DeliveryState::Held, DeliveryState::Succeeded] {
         r.state = state;
         assert_eq!(operator_retry(&r, now), None, "{state}");
     }
@@ -504,8 +353,7 @@ fn the_default_budget_runs_ten_attempts_then_fails() {
     let mut now = T0;
     let mut ran = 0;
     loop {
-        let ClaimDecision::Run { attempt, .. } = decide_at_claim(&r, &b, now, false, 30_000)
-        else {
+        let ClaimDecision::Run { attempt, .. } = decide_at_claim(&r, &b, now, false, 30_000) else {
             panic!("should run");
         };
         ran += 1;

@@ -291,19 +291,10 @@ pub trait Store: Send + Sync {
 
     /// Claim the schedules due at `now_ms`, moving each one's due time to its next
     /// tick after now (one catch-up run, not one per missed tick).
-    fn claim_schedules(
-        &self,
-        schedules: &[ScheduleSpec],
-        now_ms: i64,
-    ) -> Result<Vec<ClaimedSchedule>, StoreError>;
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError>;
 
     /// Record how a schedule's run ended.
-    fn record_schedule(
-        &self,
-        name: &str,
-        ended_at_ms: i64,
-        failure: Option<&Failure>,
-    ) -> Result<(), StoreError>;
+    fn record_schedule(&self, name: &str, ended_at_ms: i64, failure: Option<&Failure>) -> Result<(), StoreError>;
 
     /// The earliest due time of the given schedules.
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;

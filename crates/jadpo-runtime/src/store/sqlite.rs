@@ -2,8 +2,8 @@
 //! retries on a busy database so that no write is lost.
 
 use super::{
-    AttemptView, ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, DeliveryFilter,
-    DeliveryView, NewEvent, Recorded, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
+    AttemptView, ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, DeliveryFilter, DeliveryView, NewEvent,
+    Recorded, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
 };
 use crate::core::{self, ClaimDecision, Failure, Outcome, Record};
 use jadpo_check::program::{DeliveryState, FailureKind};
@@ -103,10 +103,7 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 fn open_error(path: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::Open {
-        path: path.to_string(),
-        message: e.to_string(),
-    }
+    StoreError::Open { path: path.to_string(), message: e.to_string() }
 }
 
 fn is_busy(e: &StoreError) -> bool {
@@ -130,10 +127,7 @@ impl SqliteStore {
             return Err(open_error(&shown, "it is a directory"));
         }
         let conn = Connection::open(path).map_err(|e| open_error(&shown, e))?;
-        let store = SqliteStore {
-            conn: Mutex::new(conn),
-            path: shown,
-        };
+        let store = SqliteStore { conn: Mutex::new(conn), path: shown };
         store.prepare(true)?;
         Ok(store)
     }
@@ -141,10 +135,7 @@ impl SqliteStore {
     /// An in-memory store (for the virtual-time runner and tests).
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory().map_err(|e| open_error(":memory:", e))?;
-        let store = SqliteStore {
-            conn: Mutex::new(conn),
-            path: ":memory:".into(),
-        };
+        let store = SqliteStore { conn: Mutex::new(conn), path: ":memory:".into() };
         store.prepare(false)?;
         Ok(store)
     }
@@ -162,9 +153,7 @@ impl SqliteStore {
 
     /// Check the file is ours (or empty), then set it up and migrate it.
     fn prepare(&self, wal: bool) -> Result<(), StoreError> {
-        let foreign = || StoreError::Foreign {
-            path: self.path.clone(),
-        };
+        let foreign = || StoreError::Foreign { path: self.path.clone() };
         let mut conn = self.lock();
         conn.busy_timeout(Duration::from_secs(5))?;
         // Read before writing anything: a foreign file must stay as it was.
@@ -175,24 +164,14 @@ impl SqliteStore {
         };
         let objects: i64 = conn
             .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| {
-                if is_not_a_database(&e) {
-                    foreign()
-                } else {
-                    open_error(&self.path, e)
-                }
-            })?;
+            .map_err(|e| if is_not_a_database(&e) { foreign() } else { open_error(&self.path, e) })?;
         if app_id != APPLICATION_ID && !(app_id == 0 && objects == 0) {
             return Err(foreign());
         }
         if wal {
-            let mode: String =
-                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+            let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
-                return Err(open_error(
-                    &self.path,
-                    format!("cannot use write-ahead logging (journal mode `{mode}`)"),
-                ));
+                return Err(open_error(&self.path, format!("cannot use write-ahead logging (journal mode `{mode}`)")));
             }
         }
         // Every commit reaches the disk before it returns: an emitted event is kept.
@@ -210,10 +189,7 @@ impl SqliteStore {
 
     /// Run `f` in a retry loop: a busy or locked database is waited on and the
     /// whole transaction run again, so nothing is lost to a lock.
-    fn with_retry<T>(
-        &self,
-        mut f: impl FnMut(&mut Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+    fn with_retry<T>(&self, mut f: impl FnMut(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let start = Instant::now();
         let mut conn = self.lock();
         let mut pause = 2u64;
@@ -221,9 +197,7 @@ impl SqliteStore {
             match f(&mut conn) {
                 Err(e) if is_busy(&e) => {
                     if start.elapsed() >= BUSY_GIVE_UP {
-                        return Err(StoreError::Busy {
-                            waited_s: start.elapsed().as_secs(),
-                        });
+                        return Err(StoreError::Busy { waited_s: start.elapsed().as_secs() });
                     }
                     std::thread::sleep(Duration::from_millis(pause));
                     pause = (pause * 2).min(100);
@@ -239,11 +213,7 @@ fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
     let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
     if version > known {
-        return Err(StoreError::TooNew {
-            path: path.to_string(),
-            found: version,
-            known,
-        });
+        return Err(StoreError::TooNew { path: path.to_string(), found: version, known });
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
         tx.execute_batch(sql)?;
@@ -307,15 +277,7 @@ fn read_claim_rows(
     let raw: Vec<RawClaimRow> = stmt
         .query_map(params![state, now_ms, limit as i64], |r| {
             Ok((
-                (
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                ),
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?),
                 (r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?, r.get(12)?),
                 (r.get(13)?, r.get(14)?, r.get(15)?),
             ))
@@ -332,24 +294,14 @@ fn read_claim_rows(
         let record = Record {
             state,
             attempts: u32_of(attempts),
-            due_at_ms: if state == DeliveryState::Pending {
-                due_at
-            } else {
-                None
-            },
+            due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
             lease_until_ms: lease_until,
             budget_start_ms: budget_start,
             held_ms,
             last_failure: failure_of(code, kind)?,
         };
         rows.push(ClaimRow {
-            candidate: ClaimCandidate {
-                id,
-                subscriber,
-                connection,
-                record,
-                handled,
-            },
+            candidate: ClaimCandidate { id, subscriber, connection, record, handled },
             claimed_at,
             event_id,
             event,
@@ -360,11 +312,7 @@ fn read_claim_rows(
 }
 
 /// Record the attempt a lost worker had counted, as `lease_expired`.
-fn insert_lease_expired_attempt(
-    tx: &rusqlite::Transaction<'_>,
-    row: &ClaimRow,
-    now_ms: i64,
-) -> Result<(), StoreError> {
+fn insert_lease_expired_attempt(tx: &rusqlite::Transaction<'_>, row: &ClaimRow, now_ms: i64) -> Result<(), StoreError> {
     let started = row.claimed_at.unwrap_or(now_ms);
     let f = Failure::lease_expired();
     tx.prepare_cached(
@@ -416,19 +364,11 @@ fn claim_tx(
                     report.ended.push((c.id, c.subscriber.clone(), decision));
                 }
             }
-            ClaimDecision::Run {
-                attempt,
-                lease_until_ms,
-                lease_expired,
-            } => {
+            ClaimDecision::Run { attempt, lease_until_ms, lease_expired } => {
                 if *lease_expired {
                     insert_lease_expired_attempt(&tx, &row, now_ms)?;
                 }
-                let last = if *lease_expired {
-                    Some(Failure::lease_expired())
-                } else {
-                    c.record.last_failure.clone()
-                };
+                let last = if *lease_expired { Some(Failure::lease_expired()) } else { c.record.last_failure.clone() };
                 let n = tx
                     .prepare_cached(
                         "UPDATE jadpo_deliveries SET state = 'running', attempts = ?4, \
@@ -468,11 +408,7 @@ fn claim_tx(
                     });
                 }
             }
-            ClaimDecision::GiveUp {
-                failure,
-                lease_expired,
-                ..
-            } => {
+            ClaimDecision::GiveUp { failure, lease_expired, .. } => {
                 if *lease_expired {
                     insert_lease_expired_attempt(&tx, &row, now_ms)?;
                 }
@@ -482,13 +418,7 @@ fn claim_tx(
                          lease_until = NULL, last_code = ?4, last_kind = ?5 \
                          WHERE id = ?1 AND state = ?2 AND attempts = ?3",
                     )?
-                    .execute(params![
-                        c.id,
-                        old_state,
-                        old_attempts,
-                        failure.code,
-                        failure.kind.as_str()
-                    ])?;
+                    .execute(params![c.id, old_state, old_attempts, failure.code, failure.kind.as_str()])?;
                 if n == 1 {
                     report.ended.push((c.id, c.subscriber.clone(), decision));
                 }
@@ -513,9 +443,8 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, Stor
              (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
-        let mut handled = tx.prepare_cached(
-            "INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)",
-        )?;
+        let mut handled =
+            tx.prepare_cached("INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)")?;
         for r in outcomes {
             let failure = r.decision.failure();
             let n = update.execute(params![
@@ -580,16 +509,8 @@ fn view_of(raw: RawView) -> Result<DeliveryView, StoreError> {
         connection,
         state,
         attempts: u32_of(attempts),
-        due_at_ms: if state == DeliveryState::Pending {
-            due_at
-        } else {
-            None
-        },
-        lease_until_ms: if state == DeliveryState::Running {
-            lease_until
-        } else {
-            None
-        },
+        due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
+        lease_until_ms: if state == DeliveryState::Running { lease_until } else { None },
         held_since_ms: held_since,
         held_ms,
         budget_start_ms: budget_start,
@@ -600,23 +521,8 @@ fn view_of(raw: RawView) -> Result<DeliveryView, StoreError> {
 
 fn raw_view(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawView> {
     Ok((
-        (
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-            r.get(6)?,
-        ),
-        (
-            r.get(7)?,
-            r.get(8)?,
-            r.get(9)?,
-            r.get(10)?,
-            r.get(11)?,
-            r.get(12)?,
-        ),
+        (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?),
+        (r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?, r.get(12)?),
         (r.get(13)?, r.get(14)?),
     ))
 }
@@ -627,9 +533,8 @@ impl Store for SqliteStore {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut ids = Vec::with_capacity(events.len());
             {
-                let mut ev = tx.prepare_cached(
-                    "INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)",
-                )?;
+                let mut ev =
+                    tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)")?;
                 let mut del = tx.prepare_cached(
                     "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
                      attempts, due_at, budget_start, held_ms, created_at) \
@@ -667,9 +572,8 @@ impl Store for SqliteStore {
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT min(due_at) FROM jadpo_deliveries WHERE state = ?1 AND due_at IS NOT NULL",
-            )?;
+            let mut stmt = conn
+                .prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = ?1 AND due_at IS NOT NULL")?;
             let p: Option<i64> = stmt.query_row(["pending"], |r| r.get(0))?;
             let l: Option<i64> = stmt.query_row(["running"], |r| r.get(0))?;
             Ok(match (p, l) {
@@ -690,14 +594,7 @@ impl Store for SqliteStore {
             let mut stmt = conn.prepare_cached(&sql)?;
             let limit = filter.limit.map_or(-1, |l| l as i64);
             let raw: Vec<RawView> = stmt
-                .query_map(
-                    params![
-                        filter.state.map(|s| s.as_str()),
-                        filter.subscriber.as_deref(),
-                        limit
-                    ],
-                    raw_view,
-                )?
+                .query_map(params![filter.state.map(|s| s.as_str()), filter.subscriber.as_deref(), limit], raw_view)?
                 .collect::<Result<_, _>>()?;
             raw.into_iter().map(view_of).collect()
         })
@@ -728,9 +625,7 @@ impl Store for SqliteStore {
                         outcome: r.get(3)?,
                         code: r.get(4)?,
                         kind: r.get(5)?,
-                        http_status: r
-                            .get::<_, Option<i64>>(6)?
-                            .and_then(|s| u16::try_from(s).ok()),
+                        http_status: r.get::<_, Option<i64>>(6)?.and_then(|s| u16::try_from(s).ok()),
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
@@ -744,11 +639,9 @@ impl Store for SqliteStore {
             let mut results = Vec::with_capacity(ids.len());
             for &id in ids {
                 let row: Option<(String, i64)> = tx
-                    .query_row(
-                        "SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1",
-                        [id],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
+                    .query_row("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1", [id], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
                     .optional()?;
                 let Some((state, attempts)) = row else {
                     results.push(RetryResult::NotFound);
@@ -783,10 +676,8 @@ impl Store for SqliteStore {
                         fresh.held_ms
                     ],
                 )?;
-                // The attempts kept in history stay; the new ones number on from
-                // them so both are kept.
-                let _ = n;
-                results.push(RetryResult::Retried);
+                // The history keeps the earlier attempts: it is keyed by its own id.
+                results.push(if n == 1 { RetryResult::Retried } else { RetryResult::NotRetryable(state) });
             }
             tx.commit()?;
             Ok(results)
@@ -800,13 +691,10 @@ impl Store for SqliteStore {
                 "SELECT subscriber, state, count(*) FROM jadpo_deliveries \
                  GROUP BY subscriber, state ORDER BY subscriber, state",
             )?;
-            let rows: Vec<(String, String, i64)> = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect::<Result<_, _>>()?;
-            let mut view = StatusView {
-                states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(),
-                ..StatusView::default()
-            };
+            let rows: Vec<(String, String, i64)> =
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+            let mut view =
+                StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
             for (sub, state, n) in rows {
                 let state = state_of(&state)?;
                 let n = u64::try_from(n).unwrap_or(0);
@@ -818,16 +706,12 @@ impl Store for SqliteStore {
                     _ => view.subscribers.push((sub, vec![(state, n)])),
                 }
             }
-            view.breakers_open = tx.query_row(
-                "SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )? as u64;
-            let oldest: Option<i64> = tx.query_row(
-                "SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'",
-                [],
-                |r| r.get(0),
-            )?;
+            view.breakers_open =
+                tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| {
+                    r.get::<_, i64>(0)
+                })? as u64;
+            let oldest: Option<i64> =
+                tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
             view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
             Ok(view)
         })
@@ -850,11 +734,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn claim_schedules(
-        &self,
-        schedules: &[ScheduleSpec],
-        now_ms: i64,
-    ) -> Result<Vec<ClaimedSchedule>, StoreError> {
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
         self.with_retry(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut claimed = Vec::new();
@@ -886,30 +766,18 @@ impl Store for SqliteStore {
         })
     }
 
-    fn record_schedule(
-        &self,
-        name: &str,
-        ended_at_ms: i64,
-        failure: Option<&Failure>,
-    ) -> Result<(), StoreError> {
+    fn record_schedule(&self, name: &str, ended_at_ms: i64, failure: Option<&Failure>) -> Result<(), StoreError> {
         self.with_retry(|conn| {
             conn.execute(
                 "UPDATE jadpo_schedules SET last_ended_at = ?2, last_code = ?3, last_kind = ?4 \
                  WHERE name = ?1",
-                params![
-                    name,
-                    ended_at_ms,
-                    failure.map(|f| f.code.as_str()),
-                    failure.map(|f| f.kind.as_str())
-                ],
+                params![name, ended_at_ms, failure.map(|f| f.code.as_str()), failure.map(|f| f.kind.as_str())],
             )?;
             Ok(())
         })
     }
 
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.with_retry(|conn| {
-            Ok(conn.query_row("SELECT min(due_at) FROM jadpo_schedules", [], |r| r.get(0))?)
-        })
+        self.with_retry(|conn| Ok(conn.query_row("SELECT min(due_at) FROM jadpo_schedules", [], |r| r.get(0))?))
     }
 }

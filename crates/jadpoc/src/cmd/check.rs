@@ -42,5 +42,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Format::Sarif => render::sarif(&sources, &checked).to_string() + "\n",
     };
     crate::print_stdout(&out);
-    if checked.errors() > 0 || (args.deny_warnings && checked.warnings() > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if checked.errors() > 0 || (args.deny_warnings && checked.warnings() > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

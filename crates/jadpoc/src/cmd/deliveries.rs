@@ -119,7 +119,10 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                     }
                     RetryResult::NotRetryable(s) => {
                         code = ExitCode::from(1);
-                        ("not_retryable", format!("delivery {id} is {s}; only failed or parked deliveries can be retried"))
+                        (
+                            "not_retryable",
+                            format!("delivery {id} is {s}; only failed or parked deliveries can be retried"),
+                        )
                     }
                 };
                 match args.format {

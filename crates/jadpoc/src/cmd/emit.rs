@@ -34,11 +34,7 @@ fn is_name(s: &str) -> bool {
 
 pub fn run(args: EmitArgs) -> ExitCode {
     let mut words = args.args.clone();
-    let json = if args.ndjson.is_none() && words.last().is_some_and(|w| !is_name(w)) {
-        words.pop()
-    } else {
-        None
-    };
+    let json = if args.ndjson.is_none() && words.last().is_some_and(|w| !is_name(w)) { words.pop() } else { None };
     let Some(event) = words.pop().filter(|w| is_name(w)) else {
         eprintln!("jadpoc: name the event to emit: `jadpoc emit FILE... EVENT 'JSON'`");
         return ExitCode::from(2);
@@ -154,7 +150,11 @@ fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) ->
     eprintln!(
         "jadpoc: emitted {stored} `{event}` event{}{}",
         if stored == 1 { "" } else { "s" },
-        if refused > 0 { format!(", refused {refused} line{}", if refused == 1 { "" } else { "s" }) } else { String::new() }
+        if refused > 0 {
+            format!(", refused {refused} line{}", if refused == 1 { "" } else { "s" })
+        } else {
+            String::new()
+        }
     );
     if refused > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

@@ -53,10 +53,7 @@ enum LogFormatArg {
 /// exit 2 when it cannot be.
 pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
     if !create && !db.exists() {
-        eprintln!(
-            "jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)",
-            db.display()
-        );
+        eprintln!("jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)", db.display());
         return Err(ExitCode::from(2));
     }
     if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty())
@@ -97,8 +94,7 @@ fn listen_addr(s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
-    s.parse()
-        .map_err(|_| format!("`--listen {s}` is not an address such as `127.0.0.1:7300`"))
+    s.parse().map_err(|_| format!("`--listen {s}` is not an address such as `127.0.0.1:7300`"))
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
@@ -156,7 +152,8 @@ pub fn run(args: RunArgs) -> ExitCode {
                 Ok(l) => {
                     let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
                     eprintln!("jadpoc: taking events at http://{shown}/events/NAME");
-                    let ingest = Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker() };
+                    let ingest =
+                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker() };
                     server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
                 }
                 Err(e) => {

@@ -27,10 +27,9 @@ pub fn run(args: StatusArgs) -> ExitCode {
     match store.status(SystemClock.now_ms()) {
         Ok(s) => {
             match args.format {
-                Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&views::status_json(&s)).unwrap_or_default()
-                ),
+                Format::Json => {
+                    println!("{}", serde_json::to_string_pretty(&views::status_json(&s)).unwrap_or_default())
+                }
                 Format::Text => print!("{}", views::status_text(&s)),
             }
             ExitCode::SUCCESS

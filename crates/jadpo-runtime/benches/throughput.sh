@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Outbox throughput with the fake driver, on the release build.
+#
+#   crates/jadpo-runtime/benches/throughput.sh [EVENTS]   (default 100000)
+#
+# 1. emit EVENTS events through `jadpoc emit --ndjson` (one delivery each) and time it;
+# 2. `jadpoc run --fake c=ok --log-format json` until every delivery is `succeeded`;
+#    deliveries/s is measured from the first to the last outcome in the log (every
+#    outcome committed: WAL, synchronous=FULL, one transaction per batch);
+# 3. the run's peak RSS (from /proc) while it works through the queue.
+set -euo pipefail
+EVENTS=${1:-100000}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
+J="$ROOT/target/release/jadpoc"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+cat > p.jadpo <<'JADPO'
+event Paid {
+    id: string
+    cents: int
+}
+connection c {
+    url: "http://127.0.0.1:9/x"
+}
+action record(id: string, cents: int) {
+    via: c
+}
+subscriber rec {
+    on: Paid
+    run: record(event.id, event.cents)
+}
+JADPO
+python3 -c "
+import sys
+n = int(sys.argv[1])
+with open('paid.ndjson', 'w') as f:
+    for i in range(n):
+        f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
+" "$EVENTS"
+
+S=$(date +%s.%N)
+"$J" emit p.jadpo Paid --ndjson paid.ndjson 2>/dev/null
+E=$(date +%s.%N)
+echo "emit: $EVENTS events in $(echo "$E - $S" | bc) s ($(echo "$EVENTS / ($E - $S)" | bc) events/s)"
+
+"$J" run p.jadpo --fake c=ok --log-format json 2>run.log &
+PID=$!
+PEAK=0
+while true; do
+  RSS=$(awk '/VmHWM/ {print $2}' /proc/$PID/status 2>/dev/null || echo 0)
+  [ "$RSS" -gt "$PEAK" ] && PEAK=$RSS
+  DONE=$(grep -c '"state":"succeeded"' run.log || true)
+  [ "$DONE" -ge "$EVENTS" ] && break
+  sleep 0.5
+done
+kill -TERM $PID
+wait $PID
+python3 - "$EVENTS" <<'PY'
+import json, sys
+from datetime import datetime
+ts = [json.loads(l)["at"] for l in open("run.log") if l.startswith("{") and '"delivery.attempt"' in l]
+f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+span = f(ts[-1]) - f(ts[0])
+print(f"deliver: {len(ts)} outcomes in {span:.2f} s ({len(ts) / max(span, 1e-9):.0f} deliveries/s)")
+PY
+echo "run peak RSS: $((PEAK / 1024)) MiB"
+echo "store: $(du -h .jadpo/outbox.db | cut -f1)"
