@@ -30,6 +30,12 @@ enum Command {
     Deliveries(cmd::deliveries::DeliveriesArgs),
     /// Count deliveries by state and subscriber.
     Status(cmd::status::StatusArgs),
+    /// List the circuit breakers, one per connection.
+    Breakers(cmd::breakers::BreakersArgs),
+    /// Run the program's `test` blocks in virtual time.
+    Test(cmd::test::TestArgs),
+    /// Show when each attempt of each subscriber's budget starts.
+    Plan(cmd::plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,9 @@ fn main() -> ExitCode {
         Command::Emit(args) => cmd::emit::run(args),
         Command::Deliveries(args) => cmd::deliveries::run(args),
         Command::Status(args) => cmd::status::run(args),
+        Command::Breakers(args) => cmd::breakers::run(args),
+        Command::Test(args) => cmd::test::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
     }
 }
 

@@ -1,8 +1,11 @@
 //! One module per subcommand: its clap arguments and its `run`.
 
+pub mod breakers;
 pub mod check;
 pub mod deliveries;
 pub mod emit;
 pub mod explain;
+pub mod plan;
 pub mod run;
 pub mod status;
+pub mod test;
