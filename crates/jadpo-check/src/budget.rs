@@ -95,3 +95,71 @@ mod tests {
         assert_eq!(attempts_that_fit(1, 1), 1);
     }
 }
+
+/// One row of a budget's plan: when attempt `attempt` starts, counted from the
+/// event, with no Retry-After and no time held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanRow {
+    pub attempt: u32,
+    /// The ceiling of the wait before this attempt (0 for the first).
+    pub ceiling_ms: u64,
+    /// Every wait drawn at its floor, 1s.
+    pub earliest_ms: u64,
+    /// Every wait drawn at its average, half its ceiling: S(k).
+    pub average_ms: u64,
+    /// Every wait drawn at its ceiling, cut at the window.
+    pub latest_ms: u64,
+}
+
+/// The plan of a budget: one row per attempt.
+pub fn plan(attempts: u32, within_ms: u64) -> Vec<PlanRow> {
+    let mut rows = Vec::with_capacity(attempts as usize);
+    let (mut earliest, mut latest) = (0u64, 0u64);
+    for k in 1..=attempts {
+        let ceiling_ms = if k == 1 { 0 } else { wait_ceiling_ms(k - 1) };
+        if k > 1 {
+            earliest += MIN_WAIT_MS;
+            latest += ceiling_ms;
+        }
+        rows.push(PlanRow {
+            attempt: k,
+            ceiling_ms,
+            earliest_ms: earliest,
+            average_ms: average_start_ms(k),
+            latest_ms: latest.min(within_ms),
+        });
+    }
+    rows
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+
+    #[test]
+    fn the_default_budgets_tenth_attempt() {
+        let rows = plan(DEFAULT_ATTEMPTS, DEFAULT_WITHIN_MS);
+        assert_eq!(rows.len(), 10);
+        assert_eq!(rows[0], PlanRow { attempt: 1, ceiling_ms: 0, earliest_ms: 0, average_ms: 0, latest_ms: 0 });
+        assert_eq!(
+            rows[9],
+            PlanRow {
+                attempt: 10,
+                ceiling_ms: 7_680_000,
+                earliest_ms: 9_000,
+                average_ms: 7_665_000,
+                latest_ms: 15_330_000
+            }
+        );
+    }
+
+    #[test]
+    fn latest_is_cut_at_the_window() {
+        let rows = plan(20, HOUR_MS);
+        assert_eq!(rows[19].latest_ms, HOUR_MS);
+        // Attempt 7 starts at the latest 30s * (2^6 - 1) after the event; attempt 8's
+        // 3810s is past the hour.
+        assert_eq!(rows[6].latest_ms, 1_890_000);
+        assert_eq!(rows[7].latest_ms, HOUR_MS);
+    }
+}

@@ -9,7 +9,7 @@ pub mod registry;
 pub mod suggest;
 mod tests;
 
-pub use check::{Checked, Lower, check, format_duration};
+pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
 pub use program::Program;
 pub use registry::{Code, Severity};

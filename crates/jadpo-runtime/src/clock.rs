@@ -43,3 +43,49 @@ pub fn rfc3339(ms: i64) -> String {
 pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond())
 }
+
+/// Virtual time for `jadpoc test`: it stands still until the scenario driver moves
+/// it, so a test's course depends on its steps and its seed alone.
+#[derive(Debug, Default)]
+pub struct VirtualClock {
+    now: std::sync::atomic::AtomicI64,
+}
+
+impl VirtualClock {
+    /// A virtual clock reading `start_ms`.
+    pub fn new(start_ms: i64) -> VirtualClock {
+        VirtualClock { now: std::sync::atomic::AtomicI64::new(start_ms) }
+    }
+
+    /// Move the clock to `at_ms`; it never goes back.
+    pub fn advance_to(&self, at_ms: i64) {
+        self.now.fetch_max(at_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now_ms(&self) -> i64 {
+        self.now.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A sleep in virtual time is a jump: nothing else runs meanwhile (the scenario
+    /// driver is sequential), so the clock moves to `at_ms` at once.
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
+        self.advance_to(at_ms);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_time_only_moves_forward_and_sleeping_jumps() {
+        let c = VirtualClock::new(5);
+        c.advance_to(3);
+        assert_eq!(c.now_ms(), 5);
+        drop(c.sleep_until(1_000));
+        assert_eq!(c.now_ms(), 1_000);
+    }
+}

@@ -6,6 +6,11 @@
 //! transaction per batch, each outcome with its attempt row). The tick, once a
 //! second, runs due schedules. Expired leases are taken back by the claims
 //! themselves (a claim reads ended leases before due deliveries).
+//!
+//! Each step is a plain method of [`Runtime`] ([`Runtime::claim_due`],
+//! [`Runtime::prepare_call`], [`Runtime::conclude`], [`Runtime::record_outcomes`],
+//! [`Runtime::tick`]) so that the tokio loops here and the sequential scenario
+//! driver of `jadpoc test` ([`crate::scenario`]) run one copy of the attempt logic.
 
 use crate::clock::Clock;
 use crate::core::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim};
@@ -65,10 +70,24 @@ pub struct RunSummary {
     pub abandoned: u64,
 }
 
-/// One finished attempt on its way to the committer.
-struct Done {
-    recorded: Recorded,
-    subscriber: String,
+/// One finished attempt on its way to the store.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// The outcome and the core's decision.
+    pub recorded: Recorded,
+    /// The delivery's subscriber (for the log line).
+    pub subscriber: String,
+}
+
+/// A call ready to be made: its driver, its request and when its run's time limit
+/// ends it.
+pub struct PreparedCall {
+    /// The driver of the action's connection.
+    pub driver: Arc<dyn Driver>,
+    /// The call.
+    pub request: CallRequest,
+    /// When the run's time limit ends the call (`deadline_exceeded`).
+    pub deadline_ms: i64,
 }
 
 /// The runtime: a checked program, its store, clock and drivers.
