@@ -17,7 +17,9 @@ use crate::core::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_a
 use crate::drivers::{CallRequest, Driver};
 use crate::log::{Line, Logger, attempt_line, claim_line, schedule_line};
 use crate::payload::call_args;
-use crate::store::{ClaimCandidate, Claimed, Recorded, ScheduleSpec, Store, StoreError};
+use crate::store::{
+    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, Recorded, ScheduleSpec, Store, StoreError,
+};
 use jadpo_check::program::{FailureKind, Program};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -176,8 +178,8 @@ impl Runtime {
     /// for up to the grace period, record their outcomes, and return.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, RuntimeError> {
         let now = self.clock.now_ms();
-        let (store, schedules) = (self.store.clone(), self.schedules.clone());
-        blocking(move || store.sync_schedules(&schedules, now)).await?;
+        let rt = self.clone();
+        blocking(move || rt.sync_schedules(now)).await?;
 
         let (tx, rx) = mpsc::channel::<Done>(self.config.batch * self.config.workers.max(1) * 2);
         let committer = tokio::spawn(committer(self.clone(), rx));
@@ -222,43 +224,31 @@ impl Runtime {
         Ok(RunSummary { recorded, abandoned })
     }
 
-    async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
-        let outcome = self.call(&c).await;
-        let now = self.clock.now_ms();
-        let budget =
-            self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
-        let decision = {
-            let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-            decide_after_attempt(&c.record, &budget, &outcome, now, &mut *rng)
-        };
-        Done {
-            recorded: Recorded {
-                id: c.id,
-                attempt: c.attempt,
-                started_at_ms: c.claimed_at_ms,
-                ended_at_ms: now,
-                outcome,
-                decision,
-            },
-            subscriber: c.subscriber,
-        }
+    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each, and
+    /// log those ended at their claim. The claimed ones are to be run.
+    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<ClaimReport, StoreError> {
+        let report = self.store.claim(now_ms, limit, &mut |c| self.decide_claim(c, now_ms))?;
+        let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now_ms, *id, sub, d)).collect();
+        self.logger.write(&lines);
+        Ok(report)
     }
 
-    /// Perform a delivery's call under its run time limit.
-    async fn call(&self, c: &Claimed) -> Outcome {
+    /// The call a claimed delivery makes, or the defect that stops it before it is
+    /// made (as the outcome to record).
+    pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
         let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
         let Some(&si) = self.subscribers.get(&c.subscriber) else {
-            return defect("runtime.unknown_subscriber");
+            return Err(defect("runtime.unknown_subscriber"));
         };
         let sub = &self.program.subscribers[si];
         let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
-            return defect("runtime.bad_payload");
+            return Err(defect("runtime.bad_payload"));
         };
         let Some(action) = self.program.actions.get(sub.call.action) else {
-            return defect("runtime.unknown_action");
+            return Err(defect("runtime.unknown_action"));
         };
         let Some(driver) = self.drivers.get(action.connection) else {
-            return defect("runtime.no_driver");
+            return Err(defect("runtime.no_driver"));
         };
         let request = CallRequest {
             action: action.name.clone(),
@@ -268,49 +258,137 @@ impl Runtime {
             delivery: Some(c.id),
             attempt: c.attempt,
         };
-        let deadline = c.claimed_at_ms.saturating_add(core::ms_i64(sub.timeout_ms));
+        let deadline_ms = c.claimed_at_ms.saturating_add(core::ms_i64(sub.timeout_ms));
+        Ok(PreparedCall { driver: driver.clone(), request, deadline_ms })
+    }
+
+    /// What to record for a claimed delivery whose call ended with `outcome` at
+    /// `now_ms`: the core decides, drawing from the runtime's random source.
+    pub fn conclude(&self, c: &Claimed, outcome: Outcome, now_ms: i64) -> Done {
+        let budget =
+            self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
+        let decision = {
+            let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+            decide_after_attempt(&c.record, &budget, &outcome, now_ms, &mut *rng)
+        };
+        Done {
+            recorded: Recorded {
+                id: c.id,
+                attempt: c.attempt,
+                started_at_ms: c.claimed_at_ms,
+                ended_at_ms: now_ms,
+                outcome,
+                decision,
+            },
+            subscriber: c.subscriber.clone(),
+        }
+    }
+
+    /// Record finished attempts in one transaction and log them; returns how many
+    /// were still owned by their attempt and written.
+    pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
+        let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
+        let written = self.store.record(&records)?;
+        let lines: Vec<Line> = done
+            .iter()
+            .map(|d| {
+                let r = &d.recorded;
+                attempt_line(
+                    r.ended_at_ms,
+                    r.id,
+                    &d.subscriber,
+                    r.attempt,
+                    &r.outcome,
+                    &r.decision,
+                    r.ended_at_ms - r.started_at_ms,
+                )
+            })
+            .collect();
+        self.logger.write(&lines);
+        Ok(written)
+    }
+
+    /// The tick's work at `now_ms`: claim the schedules due (the caller runs them).
+    pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        if self.schedules.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store.claim_schedules(&self.schedules, now_ms)
+    }
+
+    /// The earliest time the tick has work, if any (for the virtual-time driver,
+    /// which runs the tick only when it has something to do).
+    pub fn next_tick_work_ms(&self) -> Result<Option<i64>, StoreError> {
+        if self.schedules.is_empty() {
+            return Ok(None);
+        }
+        self.store.next_schedule_due_ms()
+    }
+
+    /// Make sure every declared schedule has its row (at start).
+    pub fn sync_schedules(&self, now_ms: i64) -> Result<(), StoreError> {
+        self.store.sync_schedules(&self.schedules, now_ms)
+    }
+
+    /// The call a schedule's run makes, or the defect that stops it.
+    pub fn prepare_schedule(&self, name: &str, started_ms: i64) -> Result<PreparedCall, Outcome> {
+        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
+            return Err(defect("runtime.unknown_schedule"));
+        };
+        let Some((action, driver)) =
+            self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?)))
+        else {
+            return Err(defect("runtime.unknown_action"));
+        };
+        let request = CallRequest {
+            action: action.name.clone(),
+            args: call_args(&self.program, &s.call, &Value::Null),
+            event_id: None,
+            event: name.to_string(),
+            delivery: None,
+            attempt: 1,
+        };
+        let deadline_ms = started_ms.saturating_add(core::ms_i64(s.timeout_ms));
+        Ok(PreparedCall { driver: driver.clone(), request, deadline_ms })
+    }
+
+    /// Record and log how a schedule's run ended.
+    pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
+        let failure = outcome.failure();
+        let result = self.store.record_schedule(name, now_ms, failure.as_ref());
+        self.logger.write(&[schedule_line(now_ms, name, run, outcome)]);
+        result
+    }
+
+    /// Make a prepared call under its run time limit.
+    async fn call_prepared(&self, prepared: Result<PreparedCall, Outcome>) -> Outcome {
+        let p = match prepared {
+            Ok(p) => p,
+            Err(defect) => return defect,
+        };
         tokio::select! {
-            o = driver.call(request) => o,
-            _ = self.clock.sleep_until(deadline) => {
+            o = p.driver.call(p.request) => o,
+            _ = self.clock.sleep_until(p.deadline_ms) => {
                 Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
             }
         }
     }
 
+    async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
+        let outcome = self.call_prepared(self.prepare_call(&c)).await;
+        let now = self.clock.now_ms();
+        self.conclude(&c, outcome, now)
+    }
+
     /// Run one schedule's run and record it.
     async fn run_schedule(self: Arc<Self>, name: String, run: u64, started_ms: i64) {
-        let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
-            return;
-        };
-        let outcome =
-            match self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?))) {
-                None => Outcome::fail(FailureKind::InternalFault, "runtime.unknown_action"),
-                Some((action, driver)) => {
-                    let request = CallRequest {
-                        action: action.name.clone(),
-                        args: call_args(&self.program, &s.call, &Value::Null),
-                        event_id: None,
-                        event: name.clone(),
-                        delivery: None,
-                        attempt: 1,
-                    };
-                    let deadline = started_ms.saturating_add(core::ms_i64(s.timeout_ms));
-                    tokio::select! {
-                        o = driver.call(request) => o,
-                        _ = self.clock.sleep_until(deadline) => {
-                            Outcome::fail(FailureKind::DeadlineExceeded, core::CODE_DEADLINE_EXCEEDED)
-                        }
-                    }
-                }
-            };
+        let outcome = self.call_prepared(self.prepare_schedule(&name, started_ms)).await;
         let now = self.clock.now_ms();
-        let failure = outcome.failure();
-        let store = self.store.clone();
-        let n = name.clone();
-        if let Err(e) = blocking(move || store.record_schedule(&n, now, failure.as_ref())).await {
+        let rt = self.clone();
+        if let Err(e) = blocking(move || rt.finish_schedule(&name, run, &outcome, now)).await {
             self.logger.write(&[error_line(now, &e)]);
         }
-        self.logger.write(&[schedule_line(now, &name, run, &outcome)]);
     }
 }
 
@@ -354,11 +432,7 @@ async fn claim_loop(
         let limit = free.min(rt.config.batch);
         let now = rt.clock.now_ms();
         let r = rt.clone();
-        let report = blocking(move || {
-            let rt = r.clone();
-            r.store.claim(now, limit, &mut |c| rt.decide_claim(c, now))
-        })
-        .await;
+        let report = blocking(move || r.claim_due(now, limit)).await;
         let report = match report {
             Ok(report) => report,
             Err(e) => {
@@ -370,8 +444,6 @@ async fn claim_loop(
                 continue;
             }
         };
-        let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now, *id, sub, d)).collect();
-        rt.logger.write(&lines);
         let taken = report.run.len();
         for c in report.run {
             let Ok(permit) = inflight.clone().acquire_owned().await else {
@@ -412,29 +484,11 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
                 Err(_) => break,
             }
         }
-        let records: Vec<Recorded> = batch.iter().map(|d| d.recorded.clone()).collect();
-        let store = rt.store.clone();
+        let n = batch.len() as u64;
+        let r = rt.clone();
         let now = rt.clock.now_ms();
-        match blocking(move || store.record(&records)).await {
-            Ok(_) => {
-                total += batch.len() as u64;
-                let lines: Vec<Line> = batch
-                    .iter()
-                    .map(|d| {
-                        let r = &d.recorded;
-                        attempt_line(
-                            r.ended_at_ms,
-                            r.id,
-                            &d.subscriber,
-                            r.attempt,
-                            &r.outcome,
-                            &r.decision,
-                            r.ended_at_ms - r.started_at_ms,
-                        )
-                    })
-                    .collect();
-                rt.logger.write(&lines);
-            }
+        match blocking(move || r.record_outcomes(&batch)).await {
+            Ok(_) => total += n,
             // The deliveries stay `running` and come back when their leases end.
             Err(e) => rt.logger.write(&[error_line(now, &e)]),
         }
@@ -451,8 +505,8 @@ async fn tick_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>, hard: watc
             return;
         }
         let now = rt.clock.now_ms();
-        let (store, specs) = (rt.store.clone(), rt.schedules.clone());
-        match blocking(move || store.claim_schedules(&specs, now)).await {
+        let r = rt.clone();
+        match blocking(move || r.tick(now)).await {
             Ok(claimed) => {
                 for c in claimed {
                     let (rt2, mut hard2) = (rt.clone(), hard.clone());
