@@ -205,7 +205,8 @@ impl<'d, 'a> Cx<'d, 'a> {
             names: FxHashMap::with_capacity_and_hasher(n, Default::default()),
             used: vec![false; n],
             types: vec![None; n],
-            resolved: vec![Resolved::default(); n],
+            // Only a program that will be lowered needs what each declaration resolved to.
+            resolved: if lower == Lower::Yes { vec![Resolved::default(); n] } else { Vec::new() },
             tests: Vec::new(),
             lower,
         }
@@ -215,6 +216,13 @@ impl<'d, 'a> Cx<'d, 'a> {
     /// will be built, which keeps `jadpoc check` from copying every argument.
     fn owned(&self, s: &str) -> String {
         if self.lower == Lower::Yes { s.to_string() } else { String::new() }
+    }
+
+    /// Keeps what a subscriber or schedule resolved to, when a program will be built.
+    fn keep(&mut self, index: usize, r: Resolved) {
+        if let Some(slot) = self.resolved.get_mut(index) {
+            *slot = r;
+        }
     }
 
     pub(crate) fn push(&mut self, d: Diagnostic) {
@@ -743,6 +751,7 @@ impl<'d, 'a> Cx<'d, 'a> {
     }
 
     fn subscriber(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
+        let mut r = Resolved::default();
         let keys = self.keys(file, decl, block, &["on", "run", "retry", "timeout"], &[]);
         // `Some(None)`: the event is unknown or did not parse; its fields are not checked.
         let event: Option<Option<usize>> = match keys.get("on") {
@@ -789,15 +798,15 @@ impl<'d, 'a> Cx<'d, 'a> {
             ),
             Some(e) => {
                 let call = self.call(file, &e.value, CallSite::Subscriber(event));
-                self.resolved[index].call = call;
+                r.call = call;
             }
         }
-        self.resolved[index].event = event;
-        self.resolved[index].budget = match keys.get("retry") {
+        r.event = event;
+        r.budget = match keys.get("retry") {
             Some(e) => self.budget(file, &e.value),
             None => p::Budget::default(),
         };
-        self.resolved[index].timeout_ms = match keys.get("timeout") {
+        r.timeout_ms = match keys.get("timeout") {
             Some(e) => self
                 .duration_in(
                     file,
@@ -809,6 +818,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                 .unwrap_or(DEFAULT_RUN_TIMEOUT_MS),
             None => DEFAULT_RUN_TIMEOUT_MS,
         };
+        self.keep(index, r);
     }
 
     fn budget(&mut self, file: usize, value: &Value<'a>) -> p::Budget {
@@ -931,6 +941,7 @@ impl<'d, 'a> Cx<'d, 'a> {
     }
 
     fn schedule(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
+        let mut r = Resolved::default();
         let special =
             [("retry", Code::ScheduleRetryNotAllowed, "a schedule has no `retry:`: its next due time is its retry")];
         let keys = self.keys(file, decl, block, &["every", "run"], &special);
@@ -945,7 +956,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                 .help("add `every: 1h`; a schedule runs every 1s to 30d"),
             ),
             Some(e) => {
-                self.resolved[index].every_ms = self
+                r.every_ms = self
                     .duration_in(file, &e.value, EVERY_RANGE_MS, Code::ScheduleEveryInvalid, "`every:`")
                     .unwrap_or(0);
             }
@@ -962,10 +973,11 @@ impl<'d, 'a> Cx<'d, 'a> {
             ),
             Some(e) => {
                 let call = self.call(file, &e.value, CallSite::Schedule);
-                self.resolved[index].call = call;
+                r.call = call;
             }
         }
-        self.resolved[index].timeout_ms = DEFAULT_RUN_TIMEOUT_MS;
+        r.timeout_ms = DEFAULT_RUN_TIMEOUT_MS;
+        self.keep(index, r);
     }
 
     /// Checks a `run:` call; returns it resolved when everything about it is right.
