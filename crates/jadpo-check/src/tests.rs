@@ -292,21 +292,14 @@ impl<'a> Cx<'_, 'a> {
 
     fn delivery_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::DeliveryExpect> {
         let mut expect = p::DeliveryExpect::default();
-        let mut ok = true;
-        for entry in &block.entries {
-            let v = &entry.value;
-            let valid = match &*entry.key.text {
+        let keys = ["state", "attempts", "last_failure", "held"];
+        let ok = self.expect_block(file, block, "expect", &keys, |key, v| {
+            Some(match key {
                 "state" => ident(v)
                     .and_then(p::DeliveryState::parse)
                     .map(|s| expect.state = Some(s))
                     .ok_or("`state:` is one of `pending`, `running`, `held`, `succeeded`, `failed`, `parked`"),
-                "attempts" => match v.kind {
-                    ValueKind::Int(n) => u32::try_from(n)
-                        .ok()
-                        .map(|n| expect.attempts = Some(n))
-                        .ok_or("`attempts:` is a count from 0 to 100"),
-                    _ => Err("`attempts:` is a count from 0 to 100"),
-                },
+                "attempts" => count(v).map(|n| expect.attempts = Some(n)).ok_or("`attempts:` is a count from 0 to 100"),
                 "last_failure" => ident(v)
                     .and_then(FailureKind::parse)
                     .map(|k| expect.last_failure = Some(k))
@@ -318,82 +311,73 @@ impl<'a> Cx<'_, 'a> {
                     }
                     _ => Err("`held:` is `true` or `false`"),
                 },
-                other => {
-                    let help = did_you_mean(other, ["state", "attempts", "last_failure", "held"].into_iter())
-                        .unwrap_or_else(|| "`expect` checks `state:`, `attempts:`, `last_failure:` and `held:`".into());
-                    self.push(
-                        Diagnostic::new(
-                            Code::TestInvalidExpect,
-                            file,
-                            entry.key.span,
-                            format!("`{other}` is not something `expect` checks"),
-                        )
-                        .help(help),
-                    );
-                    ok = false;
-                    continue;
-                }
-            };
-            if let Err(help) = valid {
-                self.push(
-                    Diagnostic::new(
-                        Code::TestInvalidExpect,
-                        file,
-                        v.span,
-                        format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v)),
-                    )
-                    .help(help),
-                );
-                ok = false;
-            }
-        }
+                _ => return None,
+            })
+        });
         ok.then_some(expect)
     }
 
     fn breaker_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::BreakerExpect> {
         let mut expect = p::BreakerExpect::default();
-        let mut ok = true;
-        for entry in &block.entries {
-            let v = &entry.value;
-            let valid = match &*entry.key.text {
+        let ok = self.expect_block(file, block, "expect breaker", &["state", "alerts"], |key, v| {
+            Some(match key {
                 "state" => ident(v)
                     .and_then(p::BreakerState::parse)
                     .map(|s| expect.state = Some(s))
                     .ok_or("a breaker's `state:` is `closed`, `open` or `probing`"),
-                "alerts" => match v.kind {
-                    ValueKind::Int(n) => {
-                        u32::try_from(n).ok().map(|n| expect.alerts = Some(n)).ok_or("`alerts:` is a count")
-                    }
-                    _ => Err("`alerts:` is a count"),
-                },
-                other => {
+                "alerts" => count(v).map(|n| expect.alerts = Some(n)).ok_or("`alerts:` is a count"),
+                _ => return None,
+            })
+        });
+        ok.then_some(expect)
+    }
+
+    /// Walks an `expect` block. `set` takes a key and its value: `None` for a key it
+    /// does not know, `Err(help)` for a value it cannot take. False when anything was
+    /// reported.
+    fn expect_block(
+        &mut self,
+        file: usize,
+        block: &Block<'a>,
+        what: &str,
+        keys: &[&str],
+        mut set: impl FnMut(&str, &Value<'a>) -> Option<Result<(), &'static str>>,
+    ) -> bool {
+        let mut ok = true;
+        for entry in &block.entries {
+            let v = &entry.value;
+            match set(&entry.key.text, v) {
+                Some(Ok(())) => {}
+                Some(Err(help)) => {
+                    self.push(
+                        Diagnostic::new(
+                            Code::TestInvalidExpect,
+                            file,
+                            v.span,
+                            format!("`{}` cannot be {}", entry.key.text, shown(v)),
+                        )
+                        .help(help),
+                    );
+                    ok = false;
+                }
+                None => {
+                    let list = keys.iter().map(|k| format!("`{k}:`")).collect::<Vec<_>>().join(", ");
+                    let help = did_you_mean(&entry.key.text, keys.iter().copied())
+                        .unwrap_or_else(|| format!("`{what}` checks {list}"));
                     self.push(
                         Diagnostic::new(
                             Code::TestInvalidExpect,
                             file,
                             entry.key.span,
-                            format!("`{other}` is not something `expect breaker` checks"),
+                            format!("`{}` is not something `{what}` checks", entry.key.text),
                         )
-                        .help("`expect breaker` checks `state:` and `alerts:`"),
+                        .help(help),
                     );
                     ok = false;
-                    continue;
                 }
-            };
-            if let Err(help) = valid {
-                self.push(
-                    Diagnostic::new(
-                        Code::TestInvalidExpect,
-                        file,
-                        v.span,
-                        format!("`{}` cannot be {}", entry.key.text, v.kind.describe_short(v)),
-                    )
-                    .help(help),
-                );
-                ok = false;
             }
         }
-        ok.then_some(expect)
+        ok
     }
 
     /// The checked tests, their declarations mapped to the program's indices.
@@ -462,18 +446,20 @@ fn answer(v: &Value<'_>) -> Result<Answer, String> {
     }
 }
 
-trait DescribeShort {
-    fn describe_short(&self, v: &Value<'_>) -> String;
+/// The value as written when it is a word or number, else what kind it is.
+fn shown(v: &Value<'_>) -> String {
+    match &v.kind {
+        ValueKind::Ident { name, .. } => format!("`{name}`"),
+        ValueKind::Int(n) => format!("`{n}`"),
+        ValueKind::Bool(b) => format!("`{b}`"),
+        other => other.describe().to_string(),
+    }
 }
 
-impl DescribeShort for ValueKind<'_> {
-    /// The value as written when it is a word or number, else what kind it is.
-    fn describe_short(&self, _v: &Value<'_>) -> String {
-        match self {
-            ValueKind::Ident { name, .. } => format!("`{name}`"),
-            ValueKind::Int(n) => format!("`{n}`"),
-            ValueKind::Bool(b) => format!("`{b}`"),
-            other => other.describe().to_string(),
-        }
+/// A non-negative integer that fits a count.
+fn count(v: &Value<'_>) -> Option<u32> {
+    match v.kind {
+        ValueKind::Int(n) => u32::try_from(n).ok(),
+        _ => None,
     }
 }
