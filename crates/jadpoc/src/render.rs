@@ -173,7 +173,6 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
             "tool": {"driver": {
                 "name": "jadpoc",
                 "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/jadpo/jadpo",
                 "rules": rules,
             }},
             "columnKind": "unicodeCodePoints",
