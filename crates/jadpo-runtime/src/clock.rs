@@ -44,6 +44,12 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond())
 }
 
+/// A virtual time as an offset from a test's start: `+0s`, `+1m30s`.
+pub fn format_offset(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "+" };
+    format!("{sign}{}", jadpo_check::format_duration(ms.unsigned_abs()))
+}
+
 /// Virtual time for `jadpoc test`: it stands still until the scenario driver moves
 /// it, so a test's course depends on its steps and its seed alone.
 #[derive(Debug, Default)]

@@ -6,13 +6,16 @@
 //! - [`drivers`]: the [`drivers::Driver`] trait and the fake driver.
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`workers`]: the tokio workers and the tick that run deliveries.
+//! - [`scenario`]: the virtual-time driver of the same runtime, for `jadpoc test`.
 
 pub mod clock;
 pub mod core;
 pub mod drivers;
+pub mod http;
 pub mod ingest;
 pub mod log;
 pub mod payload;
+pub mod scenario;
 pub mod store;
 pub mod views;
 pub mod workers;

@@ -174,3 +174,16 @@ pub fn schedule_line(at_ms: i64, schedule: &str, run: u64, outcome: &Outcome) ->
         "code": failure.as_ref().map(|f| f.code.clone()),
     }))
 }
+
+/// The alert of an outage: `{"event": "delivery.alert", "alert":
+/// "connection_unavailable", "connection", "since", "held"}`, a JSON line in either
+/// log format.
+pub fn alert_line(alert: &crate::store::BreakerAlert) -> Line {
+    Line(json!({
+        "event": "delivery.alert",
+        "alert": "connection_unavailable",
+        "connection": alert.connection,
+        "since": rfc3339(alert.since_ms),
+        "held": alert.held,
+    }))
+}

@@ -146,7 +146,8 @@ pub fn new_event_from_value(program: &Program, name: &str, value: &Value) -> Res
     Ok(NewEvent { name: name.to_string(), payload: value.to_string(), deliveries })
 }
 
-fn literal(l: &Literal) -> Value {
+/// A literal of the language as JSON.
+pub fn literal(l: &Literal) -> Value {
     match l {
         Literal::String(s) => Value::String(s.clone()),
         Literal::Int(n) => Value::from(*n),

@@ -2,7 +2,7 @@
 //! (runtime.md's interface; more keys are welcome, these are kept).
 
 use crate::clock::rfc3339;
-use crate::store::{AttemptView, DeliveryView, StatusView};
+use crate::store::{AttemptView, BreakerView, DeliveryView, StatusView};
 use serde_json::{Map, Value, json};
 
 /// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
@@ -83,6 +83,9 @@ pub fn delivery_line(d: &DeliveryView) -> String {
     if let Some(due) = d.due_at_ms {
         line.push_str(&format!("  due {}", rfc3339(due)));
     }
+    if let Some(held) = d.held_since_ms {
+        line.push_str(&format!("  held since {} by `{}`'s breaker", rfc3339(held), d.connection));
+    }
     if let Some(f) = &d.last_failure {
         line.push_str(&format!("  last failure {} ({})", f.kind.as_str(), f.code));
     }
@@ -142,4 +145,41 @@ pub fn status_text(s: &StatusView) -> String {
         None => out.push_str("oldest pending: none\n"),
     }
     out
+}
+
+/// A breaker: `{"connection", "state", "failures_in_a_row", "opened_at",
+/// "pause_s", "alerts"}` and `"held"`, the deliveries it holds now.
+pub fn breaker_json(b: &BreakerView) -> Value {
+    let r = &b.row;
+    json!({
+        "connection": b.connection,
+        "state": r.state.as_str(),
+        "failures_in_a_row": r.failures_in_a_row,
+        "opened_at": r.opened_at_ms.map(rfc3339),
+        "pause_s": r.pause_ms / 1000,
+        "alerts": r.alerts,
+        "held": b.held,
+        "probe": r.probe,
+    })
+}
+
+/// One line per breaker for people.
+pub fn breaker_line(b: &BreakerView) -> String {
+    let r = &b.row;
+    let mut line = format!(
+        "{}  {}  {} failure{} in a row  {} alert{}  {} held",
+        b.connection,
+        r.state.as_str(),
+        r.failures_in_a_row,
+        if r.failures_in_a_row == 1 { "" } else { "s" },
+        r.alerts,
+        if r.alerts == 1 { "" } else { "s" },
+        b.held
+    );
+    if r.state != jadpo_check::program::BreakerState::Closed
+        && let Some(opened) = r.opened_at_ms
+    {
+        line.push_str(&format!("  opened {}  pause {}", rfc3339(opened), jadpo_check::format_duration(r.pause_ms)));
+    }
+    line
 }

@@ -13,13 +13,12 @@
 //! driver of `jadpoc test` ([`crate::scenario`]) run one copy of the attempt logic.
 
 use crate::clock::Clock;
+use crate::core::breaker;
 use crate::core::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim};
 use crate::drivers::{CallRequest, Driver};
-use crate::log::{Line, Logger, attempt_line, claim_line, schedule_line};
+use crate::log::{Line, Logger, alert_line, attempt_line, claim_line, schedule_line};
 use crate::payload::call_args;
-use crate::store::{
-    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, Recorded, ScheduleSpec, Store, StoreError,
-};
+use crate::store::{ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, Recorded, ScheduleSpec, Store, StoreError};
 use jadpo_check::program::{FailureKind, Program};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -227,7 +226,10 @@ impl Runtime {
     /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each, and
     /// log those ended at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<ClaimReport, StoreError> {
-        let report = self.store.claim(now_ms, limit, &mut |c| self.decide_claim(c, now_ms))?;
+        let report = self.store.claim(now_ms, limit, &mut |c| {
+            let decision = self.decide_claim(c, now_ms);
+            breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms)
+        })?;
         let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now_ms, *id, sub, d)).collect();
         self.logger.write(&lines);
         Ok(report)
@@ -274,6 +276,7 @@ impl Runtime {
         Done {
             recorded: Recorded {
                 id: c.id,
+                connection: c.connection.clone(),
                 attempt: c.attempt,
                 started_at_ms: c.claimed_at_ms,
                 ended_at_ms: now_ms,
@@ -308,21 +311,39 @@ impl Runtime {
         Ok(written)
     }
 
-    /// The tick's work at `now_ms`: claim the schedules due (the caller runs them).
+    /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
+    /// releases), logging each alert this process raised, and claim the schedules
+    /// due (the caller runs them).
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        let lease_until = |subscriber: &str| {
+            let timeout = self
+                .subscribers
+                .get(subscriber)
+                .map_or(jadpo_check::budget::DEFAULT_RUN_TIMEOUT_MS, |&i| self.program.subscribers[i].timeout_ms);
+            core::lease_until_ms(now_ms, timeout)
+        };
+        let sweep = self.store.sweep_breakers(now_ms, &lease_until)?;
+        let lines: Vec<Line> = sweep.alerts.iter().map(alert_line).collect();
+        self.logger.write(&lines);
+        if !sweep.woken.is_empty() || sweep.released > 0 {
+            // A woken probe or released deliveries are due now.
+            self.wake.notify_waiters();
+        }
         if self.schedules.is_empty() {
             return Ok(Vec::new());
         }
         self.store.claim_schedules(&self.schedules, now_ms)
     }
 
-    /// The earliest time the tick has work, if any (for the virtual-time driver,
-    /// which runs the tick only when it has something to do).
-    pub fn next_tick_work_ms(&self) -> Result<Option<i64>, StoreError> {
-        if self.schedules.is_empty() {
-            return Ok(None);
-        }
-        self.store.next_schedule_due_ms()
+    /// The earliest time the tick has work at or after `now_ms`, if any (for the
+    /// virtual-time driver, which runs the tick only when it has something to do).
+    pub fn next_tick_work_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        let sweep = self.store.next_sweep_ms(now_ms)?;
+        let schedules = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
+        Ok(match (sweep, schedules) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
     }
 
     /// Make sure every declared schedule has its row (at start).
@@ -444,7 +465,7 @@ async fn claim_loop(
                 continue;
             }
         };
-        let taken = report.run.len();
+        let changed = report.changed();
         for c in report.run {
             let Ok(permit) = inflight.clone().acquire_owned().await else {
                 return;
@@ -458,7 +479,7 @@ async fn claim_loop(
                 drop(permit);
             });
         }
-        if taken + report.ended.len() < limit {
+        if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
             // other processes added, an in-process emit, or the stop.
             let store = rt.store.clone();
@@ -497,9 +518,6 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
 }
 
 async fn tick_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>, hard: watch::Receiver<bool>) {
-    if rt.schedules.is_empty() {
-        return;
-    }
     loop {
         if *stop.borrow() {
             return;

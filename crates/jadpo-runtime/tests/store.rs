@@ -1,7 +1,7 @@
 //! Store tests on real SQLite files.
 
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome};
+use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome, breaker};
 use jadpo_runtime::store::{
     ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store,
     StoreError,
@@ -27,13 +27,17 @@ fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
 
 fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
     store
-        .claim(now, limit, &mut |c| core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS))
+        .claim(now, limit, &mut |c| {
+            let d = core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
+            breaker::decide_at_claim(d, &c.breaker, c.id, now)
+        })
         .expect("claim")
 }
 
 fn ok_record(id: i64, attempt: u32, started: i64, ended: i64) -> Recorded {
     Recorded {
         id,
+        connection: "c".into(),
         attempt,
         started_at_ms: started,
         ended_at_ms: ended,
@@ -85,7 +89,15 @@ fn a_retryable_failure_is_pending_again_with_its_failure_kept() {
     let c = claim(&store, T0, 10).run.remove(0);
     let outcome = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
     let decision = Decision::Retry { due_at_ms: T0 + 5_000, failure: outcome.failure().unwrap() };
-    let rec = Recorded { id: c.id, attempt: 1, started_at_ms: c.claimed_at_ms, ended_at_ms: T0 + 1, outcome, decision };
+    let rec = Recorded {
+        id: c.id,
+        connection: c.connection.clone(),
+        attempt: 1,
+        started_at_ms: c.claimed_at_ms,
+        ended_at_ms: T0 + 1,
+        outcome,
+        decision,
+    };
     assert_eq!(store.record(&[rec]).unwrap(), 1);
     let (d, h) = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Pending);
@@ -166,6 +178,7 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
     store
         .record(&[Recorded {
             id: c.id,
+            connection: c.connection.clone(),
             attempt: 1,
             started_at_ms: T0,
             ended_at_ms: T0 + 1,

@@ -283,9 +283,8 @@ fn runtime_emit_refuses_bad_payloads_naming_the_field() {
 #[test]
 fn runtime_run_refuses_a_connection_without_a_driver_and_a_foreign_store() {
     let e = env("");
-    let out = e.jadpoc(&["run", e.prog(), "--db", e.db()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("connection `c` has no driver"));
+    // Every connection has a driver now (the HTTP driver unless `--fake`); an unset
+    // `env("NAME")` refusing to start is in http_e2e.rs.
     let out = e.jadpoc(&["run", e.prog(), "--db", e.db(), "--fake", "nope=ok"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no connection `nope`"));
@@ -456,4 +455,89 @@ subscriber slow {
         assert_eq!(history.last().map(|a| &a["outcome"]), Some(&Value::from("succeeded")), "{h:#}");
         assert_eq!(h["attempts"], 2);
     }
+}
+
+#[test]
+fn runtime_breaker_opens_after_five_attempts_holds_the_rest_and_alerts_once() {
+    let e = env("");
+    let lines: String = (0..50).map(|i| format!("{{\"id\": \"p{i}\", \"cents\": {i}}}\n")).collect();
+    let ndjson = e.dir.join("events.ndjson");
+    std::fs::write(&ndjson, lines).expect("write events");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", ndjson.to_str().expect("utf-8"), "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // One attempt at a time, so the breaker is open before most are claimed.
+    let run = e.start(&["c=unavailable"], &["--workers", "1", "--batch", "1"]);
+    let start = Instant::now();
+    let held = |list: &[Value]| list.iter().filter(|d| state(d) == "held").count();
+    let mut list = e.deliveries();
+    while held(&list) < 40 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+        list = e.deliveries();
+    }
+    // Let the tick (once a second) raise the alert.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let log = stop(run);
+    let list = e.deliveries();
+    assert_eq!(list.len(), 50);
+    let attempts: u64 = list.iter().map(|d| d["attempts"].as_u64().unwrap_or(0)).sum();
+    // Five attempts open it; an attempt already claimed when it opened may finish.
+    assert!((5..=7).contains(&attempts), "{attempts} attempts: {list:#?}");
+    for d in &list {
+        match state(d) {
+            "held" => {
+                // Held at its claim: the claim's attempt is given back.
+                assert!(d["attempts"].as_u64().is_some_and(|n| n <= 1), "{d}");
+                assert!(d["held_since"].is_string(), "{d}");
+                assert_eq!(d["due_at"], Value::Null);
+            }
+            "pending" => assert!(d["attempts"].as_u64().is_some_and(|n| n >= 1), "{d}"),
+            other => panic!("unexpected state `{other}`: {d}"),
+        }
+    }
+    let untouched = list.iter().filter(|d| state(d) == "held" && d["attempts"] == 0).count();
+    assert!(untouched >= 43, "held with budgets untouched: {untouched}: {list:#?}");
+
+    let alerts: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "delivery.alert")
+        .collect();
+    assert_eq!(alerts.len(), 1, "one alert per outage: {log}");
+    assert_eq!(alerts[0]["alert"], "connection_unavailable");
+    assert_eq!(alerts[0]["connection"], "c");
+    assert!(alerts[0]["since"].is_string());
+    assert!(alerts[0]["held"].as_u64().is_some());
+
+    let out = e.jadpoc(&["breakers", "--format", "json", "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let breakers: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let b = &breakers[0];
+    assert_eq!(breakers.as_array().map(Vec::len), Some(1));
+    assert_eq!(b["connection"], "c");
+    assert_eq!(b["state"], "open");
+    assert_eq!(b["pause_s"], 60);
+    assert_eq!(b["alerts"], 1);
+    assert_eq!(b["held"].as_u64(), Some(held(&list) as u64));
+    assert!(b["failures_in_a_row"].as_u64().is_some_and(|n| n >= 5));
+    assert!(b["opened_at"].is_string());
+    assert_eq!(e.status()["breakers_open"], 1);
+    assert_eq!(e.status()["states"]["held"].as_u64(), Some(held(&list) as u64));
+
+    // A restart does not raise the outage's alert again.
+    let run = e.start(&["c=unavailable"], &["--workers", "1", "--batch", "1"]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let log = stop(run);
+    assert!(!log.contains("delivery.alert"), "{log}");
+}
+
+#[test]
+fn runtime_breakers_lists_nothing_before_a_failure() {
+    let e = env("");
+    e.emit(r#"{"id": "p1", "cents": 100}"#);
+    let out = e.jadpoc(&["breakers", "--db", e.db()]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no breakers: no connection has failed yet\n");
+    let out = e.jadpoc(&["breakers", "--format", "json", "--db", e.db()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
 }

@@ -3,10 +3,11 @@
 //! out. Pure like the rest of the core; the store applies each change as one
 //! conditional statement so that processes sharing a store share the breaker.
 //!
-//! Not yet wired into the store and workers: v0.1 runs every delivery as if its
-//! breaker were closed.
+//! The store calls [`decide_at_claim`] inside a claim, [`after_attempt`] inside the
+//! transaction that records an attempt, and [`tick_wake`] and [`alert_due`] in the
+//! tick's sweep.
 
-use super::Outcome;
+use super::{ClaimDecision, Outcome};
 use jadpo_check::budget::MINUTE_MS;
 use jadpo_check::program::{BreakerState, FailureKind};
 
@@ -106,11 +107,77 @@ pub fn at_claim(row: &BreakerRow, delivery: i64, now_ms: i64, lease_until_ms: i6
             let reopens = row.opened_at_ms.unwrap_or(now_ms).saturating_add(super::ms_i64(row.pause_ms));
             if now_ms >= reopens { probe(row) } else { (row.clone(), AtClaim::Hold) }
         }
+        // The delivery the tick woke to be the probe (or the probe itself, claimed
+        // again after its worker was lost) runs as the probe.
+        BreakerState::Probing if row.probe == Some(delivery) => probe(row),
         // A probe whose worker is lost loses the probe when its lease ends.
         BreakerState::Probing => match row.probe_lease_until_ms {
             Some(until) if until > now_ms => (row.clone(), AtClaim::Hold),
             _ => probe(row),
         },
+    }
+}
+
+/// The claim's decision once the breaker has had its say: a delivery the budget
+/// would run is run, run as the probe (with the breaker's next row to write), or
+/// held. Deliveries ended at the claim (handled, given up) never call out, so the
+/// breaker does not see them.
+pub fn decide_at_claim(
+    decision: ClaimDecision,
+    row: &BreakerRow,
+    delivery: i64,
+    now_ms: i64,
+) -> (ClaimDecision, Option<BreakerRow>) {
+    let ClaimDecision::Run { lease_until_ms, lease_expired, .. } = decision else {
+        return (decision, None);
+    };
+    match at_claim(row, delivery, now_ms, lease_until_ms) {
+        (_, AtClaim::Run) => (decision, None),
+        (next, AtClaim::Probe) => (decision, Some(next)),
+        (_, AtClaim::Hold) => (ClaimDecision::Hold { lease_expired }, None),
+    }
+}
+
+/// When the pause of an open breaker ends.
+pub fn pause_ends_ms(row: &BreakerRow) -> Option<i64> {
+    match row.state {
+        BreakerState::Open => Some(row.opened_at_ms?.saturating_add(super::ms_i64(row.pause_ms))),
+        _ => None,
+    }
+}
+
+/// The tick's sweep at `now_ms`: once the pause has passed (or a probe's lease
+/// ended with its worker lost), the delivery held longest, `delivery`, is woken to
+/// be the probe, leased until `lease_until_ms`, so a probe goes even when nothing
+/// new arrives. `None` when there is nothing to wake it for.
+pub fn tick_wake(row: &BreakerRow, now_ms: i64, delivery: i64, lease_until_ms: i64) -> Option<BreakerRow> {
+    let wake = match row.state {
+        BreakerState::Closed => false,
+        BreakerState::Open => pause_ends_ms(row).is_some_and(|end| now_ms >= end),
+        BreakerState::Probing => row.probe_lease_until_ms.is_none_or(|until| until <= now_ms),
+    };
+    wake.then(|| BreakerRow {
+        state: BreakerState::Probing,
+        probe: Some(delivery),
+        probe_lease_until_ms: Some(lease_until_ms),
+        ..row.clone()
+    })
+}
+
+/// When the tick next has work for this breaker, given whether deliveries are
+/// held for it: its alert at once, a wake at the pause's end or the probe's lease
+/// end.
+pub fn next_work_ms(row: &BreakerRow, any_held: bool, now_ms: i64) -> Option<i64> {
+    if alert_due(row) {
+        return Some(now_ms);
+    }
+    if !any_held {
+        return None;
+    }
+    match row.state {
+        BreakerState::Closed => Some(now_ms),
+        BreakerState::Open => pause_ends_ms(row),
+        BreakerState::Probing => Some(row.probe_lease_until_ms.unwrap_or(now_ms)),
     }
 }
 
@@ -309,6 +376,39 @@ mod tests {
         let (row, what) = after_attempt(&row, 9, &Outcome::fail(FailureKind::InternalFault, "x"), T0 + 60_001);
         assert_eq!((row.state, row.probe, what), (BreakerState::Open, None, AfterAttempt::Nothing));
         assert_eq!(at_claim(&row, 10, T0 + 60_002, T0 + 1).1, AtClaim::Probe);
+    }
+
+    #[test]
+    fn the_tick_wakes_the_longest_held_after_the_pause_and_it_runs_as_the_probe() {
+        let row = open_after_five(T0);
+        assert_eq!(tick_wake(&row, T0 + 59_999, 7, T0 + 200_000), None);
+        assert_eq!(next_work_ms(&alert_raised(&row), true, T0), Some(T0 + 60_000));
+        assert_eq!(next_work_ms(&alert_raised(&row), false, T0), None);
+        let woken = tick_wake(&row, T0 + 60_000, 7, T0 + 200_000).unwrap();
+        assert_eq!(
+            (woken.state, woken.probe, woken.probe_lease_until_ms),
+            (BreakerState::Probing, Some(7), Some(T0 + 200_000))
+        );
+        // The woken delivery runs as the probe; any other is held.
+        assert_eq!(at_claim(&woken, 7, T0 + 60_001, T0 + 200_001).1, AtClaim::Probe);
+        assert_eq!(at_claim(&woken, 8, T0 + 60_001, T0 + 200_001).1, AtClaim::Hold);
+        // Nothing more to wake while the probe's lease lasts; after it, another.
+        assert_eq!(tick_wake(&woken, T0 + 199_999, 8, T0 + 300_000), None);
+        assert_eq!(tick_wake(&woken, T0 + 200_000, 8, T0 + 300_000).unwrap().probe, Some(8));
+        assert_eq!(tick_wake(&BreakerRow::default(), T0, 8, T0), None);
+    }
+
+    #[test]
+    fn a_claim_is_held_while_open_and_keeps_its_attempt() {
+        let row = open_after_five(T0);
+        let run = ClaimDecision::Run { attempt: 3, lease_until_ms: T0 + 60_000, lease_expired: false };
+        assert_eq!(decide_at_claim(run.clone(), &row, 9, T0 + 1), (ClaimDecision::Hold { lease_expired: false }, None));
+        let (d, next) = decide_at_claim(run.clone(), &row, 9, T0 + 60_000);
+        assert_eq!(d, run);
+        assert_eq!(next.map(|r| (r.state, r.probe)), Some((BreakerState::Probing, Some(9))));
+        assert_eq!(decide_at_claim(run.clone(), &BreakerRow::default(), 9, T0), (run, None));
+        // Ended at the claim: the breaker has no say.
+        assert_eq!(decide_at_claim(ClaimDecision::Handled, &row, 9, T0), (ClaimDecision::Handled, None));
     }
 
     #[test]

@@ -292,6 +292,13 @@ pub enum ClaimDecision {
         /// attempt it had counted.
         lease_expired: bool,
     },
+    /// Held by its connection's open breaker: `held`, not due, the claim's attempt
+    /// given back (set by [`breaker::decide_at_claim`], never by the budget).
+    Hold {
+        /// The previous worker's lease had ended (its attempt is recorded as
+        /// `lease_expired`).
+        lease_expired: bool,
+    },
     /// Given up at the claim, without running; not counted as an attempt.
     GiveUp {
         /// The failure kept: the last attempt's, or `deadline_exceeded` if it was

@@ -9,6 +9,7 @@ mod sqlite;
 
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
+use crate::core::breaker::BreakerRow;
 use crate::core::{ClaimDecision, Decision, Failure, Outcome, Record};
 use jadpo_check::program::DeliveryState;
 
@@ -86,7 +87,14 @@ pub struct ClaimCandidate {
     pub record: Record,
     /// Whether a handled record exists for it.
     pub handled: bool,
+    /// Its connection's breaker as it stands in this claim (closed and never
+    /// failed when the connection has no row yet).
+    pub breaker: BreakerRow,
 }
+
+/// What the core decided for a claim candidate: the delivery's fate, and the
+/// breaker's next row when this claim makes it the probe.
+pub type ClaimVerdict = (ClaimDecision, Option<BreakerRow>);
 
 /// A delivery a claim took to run.
 #[derive(Debug, Clone)]
@@ -119,6 +127,15 @@ pub struct ClaimReport {
     /// Deliveries ended at the claim: `(id, subscriber, decision)`; a handled
     /// record is a `Handled`, a given-up one a `GiveUp`.
     pub ended: Vec<(i64, String, ClaimDecision)>,
+    /// Deliveries held by their connection's open breaker: `(id, connection)`.
+    pub held: Vec<(i64, String)>,
+}
+
+impl ClaimReport {
+    /// How many deliveries the claim changed.
+    pub fn changed(&self) -> usize {
+        self.run.len() + self.ended.len() + self.held.len()
+    }
 }
 
 /// An attempt's outcome and the core's decision, to record in one transaction.
@@ -126,6 +143,8 @@ pub struct ClaimReport {
 pub struct Recorded {
     /// The delivery's id.
     pub id: i64,
+    /// Its connection, whose breaker the outcome counts for.
+    pub connection: String,
     /// The attempt's number; the record is only written while the delivery is
     /// still `running` with this attempt (a reclaimed lease wins).
     pub attempt: u32,
@@ -226,6 +245,39 @@ pub struct StatusView {
     pub oldest_pending_s: Option<i64>,
 }
 
+/// A connection's circuit breaker as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerView {
+    /// The connection.
+    pub connection: String,
+    /// Its row.
+    pub row: BreakerRow,
+    /// Deliveries held for it now.
+    pub held: u64,
+}
+
+/// An outage's alert, raised once (`delivery.alert`, `connection_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerAlert {
+    /// The connection.
+    pub connection: String,
+    /// When its breaker opened.
+    pub since_ms: i64,
+    /// Deliveries held for it when the alert was raised.
+    pub held: u64,
+}
+
+/// What the tick's sweep of the breakers did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BreakerSweep {
+    /// Alerts this process raised (each outage's alert is raised by one process).
+    pub alerts: Vec<BreakerAlert>,
+    /// Held deliveries woken to be a probe, due now.
+    pub woken: Vec<i64>,
+    /// Held deliveries released because their breaker is closed.
+    pub released: u64,
+}
+
 /// A schedule the program declares.
 #[derive(Debug, Clone)]
 pub struct ScheduleSpec {
@@ -262,12 +314,14 @@ pub trait Store: Send + Sync {
         &self,
         now_ms: i64,
         limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimDecision,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     ) -> Result<ClaimReport, StoreError>;
 
     /// Record attempts' outcomes and decisions in one transaction, each with its
-    /// attempt row (and a handled record on success). Returns how many were still
-    /// owned by their attempt and written.
+    /// attempt row (and a handled record on success), and count each outcome for
+    /// its connection's breaker (the core's [`crate::core::breaker::after_attempt`]);
+    /// a breaker that closes releases its held deliveries, due at once. Returns how
+    /// many were still owned by their attempt and written.
     fn record(&self, outcomes: &[Recorded]) -> Result<usize, StoreError>;
 
     /// The earliest time a delivery becomes claimable, if any is waiting.
@@ -298,4 +352,17 @@ pub trait Store: Send + Sync {
 
     /// The earliest due time of the given schedules.
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// Every breaker with a row, by connection name (a connection without one is
+    /// closed and has never failed).
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError>;
+
+    /// The tick's sweep of the breakers at `now_ms`: raise each outage's alert
+    /// once, wake the delivery held longest to be the probe once a pause has
+    /// passed (`lease_until` gives a subscriber's lease taken now), and release
+    /// deliveries whose breaker has closed.
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError>;
+
+    /// When the sweep next has work, if it has any.
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
 }

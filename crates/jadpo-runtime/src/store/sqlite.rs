@@ -2,12 +2,15 @@
 //! retries on a busy database so that no write is lost.
 
 use super::{
-    AttemptView, ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, DeliveryFilter, DeliveryView, NewEvent,
-    Recorded, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
+    AttemptView, BreakerAlert, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, Claimed,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, NewEvent, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError,
 };
+use crate::core::breaker::{self, AfterAttempt, BreakerRow};
 use crate::core::{self, ClaimDecision, Failure, Outcome, Record};
-use jadpo_check::program::{DeliveryState, FailureKind};
+use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -156,6 +159,10 @@ impl SqliteStore {
         let foreign = || StoreError::Foreign { path: self.path.clone() };
         let mut conn = self.lock();
         conn.busy_timeout(Duration::from_secs(5))?;
+        // A stable plan per statement: without it SQLite re-prepares a cached
+        // statement whenever a bound value (`now`, a state) changes, which was most
+        // of the cost of a claim.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         // Read before writing anything: a foreign file must stay as it was.
         let app_id: i64 = match conn.pragma_query_value(None, "application_id", |r| r.get(0)) {
             Ok(v) => v,
@@ -301,7 +308,7 @@ fn read_claim_rows(
             last_failure: failure_of(code, kind)?,
         };
         rows.push(ClaimRow {
-            candidate: ClaimCandidate { id, subscriber, connection, record, handled },
+            candidate: ClaimCandidate { id, subscriber, connection, record, handled, breaker: BreakerRow::default() },
             claimed_at,
             event_id,
             event,
@@ -331,11 +338,98 @@ fn insert_lease_expired_attempt(tx: &rusqlite::Transaction<'_>, row: &ClaimRow, 
     Ok(())
 }
 
+/// A connection's breaker row, if it has one.
+fn read_breaker(tx: &rusqlite::Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
+    let sql = format!("SELECT {BREAKER_COLUMNS}, 0 FROM jadpo_circuit_breakers WHERE connection = ?1");
+    let raw = tx.prepare_cached(&sql)?.query_row([connection], raw_breaker).optional()?;
+    Ok(match raw {
+        Some(raw) => Some(breaker_of(raw)?.row),
+        None => None,
+    })
+}
+
+/// Write a breaker's next row in one conditional statement: only if the row is
+/// still as it was read (`old`; `None` = no row yet), so that of processes
+/// sharing the store exactly one makes each change. Returns whether it did.
+fn write_breaker(
+    tx: &rusqlite::Transaction<'_>,
+    connection: &str,
+    old: Option<&BreakerRow>,
+    next: &BreakerRow,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let alerted_at = |r: &BreakerRow| if r.alerted { Some(r.opened_at_ms.unwrap_or(now_ms)) } else { None };
+    let n = match old {
+        None => tx
+            .prepare_cached(
+                "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
+                 pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (connection) DO NOTHING",
+            )?
+            .execute(params![
+                connection,
+                next.state.as_str(),
+                next.failures_in_a_row,
+                next.opened_at_ms,
+                core::ms_i64(next.pause_ms),
+                next.alerts,
+                alerted_at(next),
+                next.probe,
+                next.probe_lease_until_ms,
+                now_ms
+            ])?,
+        Some(old) => tx
+            .prepare_cached(
+                "UPDATE jadpo_circuit_breakers SET state = ?2, failures_in_a_row = ?3, opened_at = ?4, \
+                 pause_ms = ?5, alerts = ?6, \
+                 alerted_at = CASE WHEN ?7 THEN COALESCE(alerted_at, ?10) ELSE NULL END, \
+                 probe_delivery = ?8, probe_lease_until = ?9, updated_at = ?10 \
+                 WHERE connection = ?1 AND state = ?11 AND failures_in_a_row = ?12 \
+                 AND opened_at IS ?13 AND probe_delivery IS ?14 AND alerts = ?15",
+            )?
+            .execute(params![
+                connection,
+                next.state.as_str(),
+                next.failures_in_a_row,
+                next.opened_at_ms,
+                core::ms_i64(next.pause_ms),
+                next.alerts,
+                next.alerted,
+                next.probe,
+                next.probe_lease_until_ms,
+                now_ms,
+                old.state.as_str(),
+                old.failures_in_a_row,
+                old.opened_at_ms,
+                old.probe,
+                old.alerts
+            ])?,
+    };
+    Ok(n == 1)
+}
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`; the
+/// time each was held moves its window on (the core's `held_for_ms`, in SQL).
+fn release_held(
+    tx: &rusqlite::Transaction<'_>,
+    connection: &str,
+    one: Option<i64>,
+    now_ms: i64,
+) -> Result<usize, StoreError> {
+    Ok(tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = 'pending', due_at = ?2, \
+             held_ms = held_ms + MAX(0, ?2 - held_since), held_since = NULL, held_connection = NULL \
+             WHERE state = 'held' AND held_connection = ?1 AND (?3 IS NULL OR id = ?3)",
+        )?
+        .execute(params![connection, now_ms, one])?)
+}
+
 fn claim_tx(
     conn: &mut Connection,
     now_ms: i64,
     limit: usize,
-    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimDecision,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
 ) -> Result<ClaimReport, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Ended leases first (rare), then due pending deliveries in due order; two
@@ -345,14 +439,57 @@ fn claim_tx(
     if left > 0 {
         rows.extend(read_claim_rows(&tx, "pending", now_ms, left)?);
     }
+    // Each connection's breaker as this claim leaves it (a probe taken earlier in
+    // the batch holds the rest).
+    let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
     let mut report = ClaimReport::default();
-    for row in rows {
+    for mut row in rows {
+        if !breakers.contains_key(&row.candidate.connection) {
+            let found = read_breaker(&tx, &row.candidate.connection)?;
+            breakers.insert(row.candidate.connection.clone(), found);
+        }
+        let current = breakers.get(&row.candidate.connection).cloned().flatten();
+        row.candidate.breaker = current.clone().unwrap_or_default();
         let c = &row.candidate;
-        let decision = decide(c);
+        let (mut decision, next_breaker) = decide(c);
+        if let Some(next) = next_breaker {
+            // This claim is the probe; if another process changed the breaker
+            // since it was read, the delivery is held instead.
+            if write_breaker(&tx, &c.connection, current.as_ref(), &next, now_ms)? {
+                breakers.insert(c.connection.clone(), Some(next));
+            } else if let ClaimDecision::Run { lease_expired, .. } = decision {
+                decision = ClaimDecision::Hold { lease_expired };
+            }
+        }
         let old_state = c.record.state.as_str();
         let old_attempts = c.record.attempts;
         match &decision {
             ClaimDecision::Skip => continue,
+            ClaimDecision::Hold { lease_expired } => {
+                if *lease_expired {
+                    insert_lease_expired_attempt(&tx, &row, now_ms)?;
+                }
+                let last = if *lease_expired { Some(Failure::lease_expired()) } else { c.record.last_failure.clone() };
+                // Not due and no attempt counted: the claim's attempt is given back.
+                let n = tx
+                    .prepare_cached(
+                        "UPDATE jadpo_deliveries SET state = 'held', due_at = NULL, lease_until = NULL, \
+                         held_since = ?4, held_connection = ?5, last_code = ?6, last_kind = ?7 \
+                         WHERE id = ?1 AND state = ?2 AND attempts = ?3",
+                    )?
+                    .execute(params![
+                        c.id,
+                        old_state,
+                        old_attempts,
+                        now_ms,
+                        c.connection,
+                        last.as_ref().map(|f| f.code.as_str()),
+                        last.as_ref().map(|f| f.kind.as_str()),
+                    ])?;
+                if n == 1 {
+                    report.held.push((c.id, c.connection.clone()));
+                }
+            }
             ClaimDecision::Handled => {
                 let n = tx
                     .prepare_cached(
@@ -432,6 +569,7 @@ fn claim_tx(
 fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut written = 0;
+    let mut outcomes_written = Vec::with_capacity(outcomes.len());
     {
         let mut update = tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = ?3, due_at = ?4, lease_until = NULL, \
@@ -478,6 +616,25 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, Stor
             if matches!(r.decision, core::Decision::Succeeded) {
                 handled.execute(params![r.id, r.ended_at_ms])?;
             }
+            outcomes_written.push(r);
+        }
+    }
+    // Count each written outcome for its connection's breaker, in order.
+    let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
+    for r in outcomes_written {
+        let current = match breakers.get(r.connection.as_str()) {
+            Some(row) => row.clone(),
+            None => read_breaker(&tx, &r.connection)?,
+        };
+        let old = current.clone().unwrap_or_default();
+        let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
+        if next != old && write_breaker(&tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+            if what == AfterAttempt::Closed {
+                release_held(&tx, &r.connection, None, r.ended_at_ms)?;
+            }
+            breakers.insert(&r.connection, Some(next));
+        } else {
+            breakers.insert(&r.connection, current);
         }
     }
     tx.commit()?;
@@ -527,6 +684,37 @@ fn raw_view(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawView> {
     ))
 }
 
+/// The columns of a breaker's row, in the order [`breaker_of`] reads them.
+const BREAKER_COLUMNS: &str =
+    "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until";
+
+/// A breaker's columns, then the count of deliveries held for it.
+type RawBreaker = (String, String, i64, Option<i64>, i64, i64, Option<i64>, Option<i64>, Option<i64>, i64);
+
+fn raw_breaker(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawBreaker> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?))
+}
+
+fn breaker_of(raw: RawBreaker) -> Result<BreakerView, StoreError> {
+    let (connection, state, failures, opened_at, pause_ms, alerts, alerted_at, probe, probe_lease_until, held) = raw;
+    let state =
+        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    Ok(BreakerView {
+        connection,
+        row: BreakerRow {
+            state,
+            failures_in_a_row: u32_of(failures),
+            opened_at_ms: opened_at,
+            pause_ms: u64::try_from(pause_ms).unwrap_or(0),
+            alerts: u32_of(alerts),
+            alerted: alerted_at.is_some(),
+            probe,
+            probe_lease_until_ms: probe_lease_until,
+        },
+        held: u64::try_from(held).unwrap_or(0),
+    })
+}
+
 impl Store for SqliteStore {
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.with_retry(|conn| {
@@ -558,7 +746,7 @@ impl Store for SqliteStore {
         &self,
         now_ms: i64,
         limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimDecision,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     ) -> Result<ClaimReport, StoreError> {
         self.with_retry(|conn| claim_tx(conn, now_ms, limit, decide))
     }
@@ -589,7 +777,9 @@ impl Store for SqliteStore {
                 "SELECT {VIEW_COLUMNS} FROM jadpo_deliveries d \
                  JOIN jadpo_events e ON e.id = d.event_id \
                  WHERE (?1 IS NULL OR d.state = ?1) AND (?2 IS NULL OR d.subscriber = ?2) \
-                 ORDER BY d.id LIMIT ?3"
+                 ORDER BY d.id {} LIMIT ?3",
+                // With a limit, the newest come first (the latest delivery is one row).
+                if filter.limit.is_some() { "DESC" } else { "ASC" }
             );
             let mut stmt = conn.prepare_cached(&sql)?;
             let limit = filter.limit.map_or(-1, |l| l as i64);
@@ -779,5 +969,102 @@ impl Store for SqliteStore {
 
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| Ok(conn.query_row("SELECT min(due_at) FROM jadpo_schedules", [], |r| r.get(0))?))
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.with_retry(|conn| {
+            let sql = format!(
+                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
+                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
+                 FROM jadpo_circuit_breakers b ORDER BY connection"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let raw: Vec<RawBreaker> = stmt.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
+            raw.into_iter().map(breaker_of).collect()
+        })
+    }
+
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
+        self.with_retry(|conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // A release racing a hold can leave deliveries held by a closed breaker.
+            let released = tx
+                .prepare_cached(
+                    "UPDATE jadpo_deliveries SET state = 'pending', due_at = ?1, \
+                     held_ms = held_ms + MAX(0, ?1 - held_since), held_since = NULL, held_connection = NULL \
+                     WHERE state = 'held' AND NOT EXISTS (SELECT 1 FROM jadpo_circuit_breakers b \
+                     WHERE b.connection = held_connection AND b.state <> 'closed')",
+                )?
+                .execute([now_ms])? as u64;
+            let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
+            let sql = format!(
+                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
+                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
+                 FROM jadpo_circuit_breakers b WHERE state <> 'closed' ORDER BY connection"
+            );
+            let raw: Vec<RawBreaker> =
+                tx.prepare_cached(&sql)?.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
+            for view in raw.into_iter().map(breaker_of) {
+                let BreakerView { connection, row, held } = view?;
+                let mut row = row;
+                if breaker::alert_due(&row) {
+                    let raised = breaker::alert_raised(&row);
+                    if write_breaker(&tx, &connection, Some(&row), &raised, now_ms)? {
+                        sweep.alerts.push(BreakerAlert {
+                            connection: connection.clone(),
+                            since_ms: row.opened_at_ms.unwrap_or(now_ms),
+                            held,
+                        });
+                        row = raised;
+                    }
+                }
+                if held == 0 {
+                    continue;
+                }
+                let longest: Option<(i64, String)> = tx
+                    .prepare_cached(
+                        "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
+                         AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
+                    )?
+                    .query_row([&connection], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                let Some((id, subscriber)) = longest else { continue };
+                if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
+                    && write_breaker(&tx, &connection, Some(&row), &next, now_ms)?
+                {
+                    release_held(&tx, &connection, Some(id), now_ms)?;
+                    sweep.woken.push(id);
+                }
+            }
+            tx.commit()?;
+            Ok(sweep)
+        })
+    }
+
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.with_retry(|conn| {
+            let orphans: bool = conn
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE state = 'held' AND NOT EXISTS \
+                     (SELECT 1 FROM jadpo_circuit_breakers b WHERE b.connection = held_connection \
+                     AND b.state <> 'closed'))",
+                )?
+                .query_row([], |r| r.get(0))?;
+            let mut next = orphans.then_some(now_ms);
+            let sql = format!(
+                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
+                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
+                 FROM jadpo_circuit_breakers b WHERE state <> 'closed'"
+            );
+            let raw: Vec<RawBreaker> =
+                conn.prepare_cached(&sql)?.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
+            for view in raw.into_iter().map(breaker_of) {
+                let view = view?;
+                if let Some(t) = breaker::next_work_ms(&view.row, view.held > 0, now_ms) {
+                    next = Some(next.map_or(t, |n: i64| n.min(t)));
+                }
+            }
+            Ok(next)
+        })
     }
 }

@@ -1,11 +1,51 @@
-//! `jadpoc breakers` (not built yet).
+//! `jadpoc breakers`: the circuit breakers, one per connection that has failed.
+//! Works while a `jadpoc run` holds the store.
 
+use super::deliveries::Format;
+use super::run::{DEFAULT_DB, open_store};
+use jadpo_runtime::store::Store;
+use jadpo_runtime::views;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct BreakersArgs {}
+pub struct BreakersArgs {
+    /// `text` for people, `json` for programs.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// The store.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
+    db: PathBuf,
+}
 
-pub fn run(_args: BreakersArgs) -> ExitCode {
-    eprintln!("jadpoc: `breakers` is not built yet");
-    ExitCode::from(2)
+pub fn run(args: BreakersArgs) -> ExitCode {
+    let store = match open_store(&args.db, false) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let list = match store.breakers() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("jadpoc: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match args.format {
+        Format::Json => {
+            let v = serde_json::Value::Array(list.iter().map(views::breaker_json).collect());
+            crate::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string())));
+        }
+        Format::Text => {
+            let mut out = String::new();
+            if list.is_empty() {
+                out.push_str("no breakers: no connection has failed yet\n");
+            }
+            for b in &list {
+                out.push_str(&views::breaker_line(b));
+                out.push('\n');
+            }
+            crate::print_stdout(&out);
+        }
+    }
+    ExitCode::SUCCESS
 }

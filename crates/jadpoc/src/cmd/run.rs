@@ -1,9 +1,11 @@
 //! `jadpoc run`: check the program, open the store, and run the outbox until
-//! SIGINT or SIGTERM. Logs go to stderr, one line per attempt outcome.
+//! SIGINT or SIGTERM. Logs go to stderr, one line per attempt outcome. Each
+//! connection calls its provider over HTTP unless `--fake` names it.
 
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{Ingest, serve};
 use jadpo_runtime::log::{LogFormat, Logger};
 use jadpo_runtime::store::{SqliteStore, Store};
@@ -69,7 +71,8 @@ pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
     })
 }
 
-/// The drivers for each connection, from `--fake` flags.
+/// The drivers for each connection: the fake driver where a `--fake` flag names it,
+/// the HTTP driver (one shared client, `env("NAME")` headers read now) elsewhere.
 fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Option<Arc<dyn Driver>>>, String> {
     let mut drivers: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
     for flag in fakes {
@@ -86,6 +89,17 @@ fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Option<Arc<dyn Dri
         };
         let answers = parse_answers(script).map_err(|e| e.to_string())?;
         drivers[i] = Some(Arc::new(FakeDriver::new(answers)));
+    }
+    if drivers.iter().all(Option::is_some) {
+        return Ok(drivers);
+    }
+    let client = HttpClient::new().map_err(|e| e.to_string())?;
+    let env = |name: &str| std::env::var_os(name);
+    for (i, slot) in drivers.iter_mut().enumerate() {
+        if slot.is_none() {
+            let driver = HttpDriver::new(program, i, client.clone(), &env).map_err(|e| e.to_string())?;
+            *slot = Some(Arc::new(driver));
+        }
     }
     Ok(drivers)
 }

@@ -1,0 +1,542 @@
+//! The HTTP driver: an action's call as a `POST` to its connection's provider.
+//!
+//! One [`HttpClient`] (a keep-alive pool over http and https, rustls with the ring
+//! provider, no system OpenSSL) is shared by every connection's [`HttpDriver`]. A
+//! driver sends the call, maps the answer to an [`Outcome`] as runtime.md's table
+//! says ([`map_answer`]), bounds each send by the connection's `timeout:`, re-sends
+//! within one attempt as the connection's `retry:` allows, and holds at most
+//! `max_in_flight:` sends in flight, so one slow provider cannot take every worker.
+//! Redirects are never followed: a 3xx is an answer like any other.
+
+use crate::clock::BoxFuture;
+use crate::core::{CallFailure, Outcome};
+use crate::drivers::{CallRequest, Driver};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::{HttpConnector, capture_connection};
+use hyper_util::rt::TokioExecutor;
+use jadpo_check::budget;
+use jadpo_check::program::{self, FailureKind, Program};
+use rand::RngExt;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::Semaphore;
+
+/// The code of a call that never left: refused, DNS, TLS, or no connection in time.
+pub const CODE_CONNECT: &str = "transport.connect";
+/// The code of a call that was sent and got no answer (a timeout or a reset).
+pub const CODE_NO_ANSWER: &str = "transport.no_answer";
+/// The first wait before a connection-level re-send; it doubles after each.
+pub const RESEND_BASE_MS: u64 = 100;
+/// The longest wait before a connection-level re-send.
+pub const RESEND_CAP_MS: u64 = 2_000;
+/// The most of an answer's body read to look for a `{"failure": ...}`; a longer
+/// body is not a failure body and the status alone decides.
+pub const MAX_ANSWER_BODY: usize = 64 * 1024;
+/// The longest failure code kept from a provider's body (codes are short and
+/// stable; a record never keeps a provider's free text).
+pub const MAX_CODE_LEN: usize = 64;
+/// Kept free between the end of a re-send and the run's time limit, for the time
+/// between the claim and the call that the driver cannot see.
+const RUN_LIMIT_MARGIN_MS: u64 = 50;
+
+/// Why HTTP drivers could not be made; `jadpoc run` refuses to start on any.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpSetupError {
+    /// A header's `env("NAME")` is not set.
+    #[error("connection `{connection}` needs the environment variable `{name}` (header `{header}`), which is not set")]
+    MissingEnv {
+        /// The connection.
+        connection: String,
+        /// The header it is for.
+        header: String,
+        /// The variable.
+        name: String,
+    },
+    /// A header's `env("NAME")` is set but is not text a header can carry.
+    #[error(
+        "connection `{connection}`: the environment variable `{name}` (header `{header}`) is not a valid header value"
+    )]
+    BadEnv {
+        /// The connection.
+        connection: String,
+        /// The header it is for.
+        header: String,
+        /// The variable.
+        name: String,
+    },
+    /// A header's name, or its literal value, cannot be sent.
+    #[error("connection `{connection}`: header `{header}` is not a valid HTTP header")]
+    BadHeader {
+        /// The connection.
+        connection: String,
+        /// The header.
+        header: String,
+    },
+    /// The connection's url and an action's path do not make a URL.
+    #[error("action `{action}`: `{url}` is not a valid URL")]
+    BadUrl {
+        /// The action.
+        action: String,
+        /// The URL as joined.
+        url: String,
+    },
+    /// TLS could not be set up.
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+}
+
+/// The body type the client sends.
+type Body = Full<Bytes>;
+
+/// One HTTP client shared by every connection: one keep-alive pool for the run.
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Client<HttpsConnector<HttpConnector>, Body>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HttpClient")
+    }
+}
+
+impl HttpClient {
+    /// A client over http and https. TLS uses rustls with the ring provider and the
+    /// system's root certificates, or Mozilla's bundled roots when the system has
+    /// none.
+    pub fn new() -> Result<HttpClient, HttpSetupError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = match hyper_rustls::HttpsConnectorBuilder::new().with_provider_and_native_roots(provider.clone())
+        {
+            Ok(b) => b,
+            Err(_) => hyper_rustls::HttpsConnectorBuilder::new()
+                .with_provider_and_webpki_roots(provider)
+                .map_err(|e| HttpSetupError::Tls(e.to_string()))?,
+        };
+        let mut http = HttpConnector::new();
+        // The https connector wraps this one, so it must take `https:` URLs too.
+        http.enforce_http(false);
+        // Calls are small request/answer pairs: Nagle's delay would only add latency.
+        http.set_nodelay(true);
+        let https = builder.https_or_http().enable_http1().wrap_connector(http);
+        let inner = Client::builder(TokioExecutor::new()).build(https);
+        Ok(HttpClient { inner })
+    }
+}
+
+/// Where one action's calls go.
+#[derive(Debug, Clone)]
+struct Route {
+    uri: Uri,
+    idempotent: bool,
+    /// The shortest run time limit among the subscribers and schedules calling the
+    /// action: re-sends must fit inside it.
+    run_limit_ms: u64,
+}
+
+/// The HTTP driver of one connection.
+pub struct HttpDriver {
+    client: HttpClient,
+    connection: String,
+    routes: HashMap<String, Route>,
+    /// The connection's `headers:`, `env("NAME")` already read; marked sensitive.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    timeout: Duration,
+    attempts: u32,
+    in_flight: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for HttpDriver {
+    // Header values are secrets: only their names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpDriver")
+            .field("connection", &self.connection)
+            .field("routes", &self.routes)
+            .field("headers", &names)
+            .field("timeout", &self.timeout)
+            .field("attempts", &self.attempts)
+            .field("max_in_flight", &self.in_flight.available_permits())
+            .finish()
+    }
+}
+
+/// Read the connection's headers, `env("NAME")` through `env`.
+fn resolve_headers(
+    c: &program::Connection,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, HttpSetupError> {
+    let mut out = Vec::with_capacity(c.headers.len());
+    for (name, value) in &c.headers {
+        let bad_header = || HttpSetupError::BadHeader { connection: c.name.clone(), header: name.clone() };
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header())?;
+        let mut value = match value {
+            program::HeaderValue::Literal(s) => HeaderValue::from_str(s).map_err(|_| bad_header())?,
+            program::HeaderValue::Env(var) => {
+                let missing = || HttpSetupError::MissingEnv {
+                    connection: c.name.clone(),
+                    header: name.clone(),
+                    name: var.clone(),
+                };
+                let bad =
+                    || HttpSetupError::BadEnv { connection: c.name.clone(), header: name.clone(), name: var.clone() };
+                let raw = env(var).ok_or_else(missing)?;
+                let s = raw.into_string().map_err(|_| bad())?;
+                HeaderValue::from_str(&s).map_err(|_| bad())?
+            }
+        };
+        // Kept out of any debug output or HPACK table: these are credentials.
+        value.set_sensitive(true);
+        out.push((header, value));
+    }
+    Ok(out)
+}
+
+impl HttpDriver {
+    /// The driver of connection `connection` of `program`, its `env("NAME")`
+    /// headers read now through `env` (`std::env::var_os` in `jadpoc run`).
+    pub fn new(
+        program: &Program,
+        connection: usize,
+        client: HttpClient,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<HttpDriver, HttpSetupError> {
+        let Some(c) = program.connections.get(connection) else {
+            return Err(HttpSetupError::BadUrl { action: String::new(), url: format!("connection #{connection}") });
+        };
+        let headers = resolve_headers(c, env)?;
+        let base = c.url.trim_end_matches('/');
+        let mut routes = HashMap::new();
+        for (ai, a) in program.actions.iter().enumerate().filter(|(_, a)| a.connection == connection) {
+            let joined =
+                if a.path.starts_with('/') { format!("{base}{}", a.path) } else { format!("{base}/{}", a.path) };
+            let uri: Uri = joined
+                .parse()
+                .ok()
+                .filter(|u: &Uri| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+                .ok_or_else(|| HttpSetupError::BadUrl { action: a.name.clone(), url: joined.clone() })?;
+            let run_limit_ms = program
+                .subscribers
+                .iter()
+                .filter(|s| s.call.action == ai)
+                .map(|s| s.timeout_ms)
+                .chain(program.schedules.iter().filter(|s| s.call.action == ai).map(|s| s.timeout_ms))
+                .min()
+                .unwrap_or(budget::DEFAULT_RUN_TIMEOUT_MS);
+            routes.insert(a.name.clone(), Route { uri, idempotent: a.idempotent, run_limit_ms });
+        }
+        let permits = usize::try_from(c.max_in_flight.max(1)).unwrap_or(1);
+        Ok(HttpDriver {
+            client,
+            connection: c.name.clone(),
+            routes,
+            headers,
+            timeout: Duration::from_millis(c.timeout_ms.max(1)),
+            attempts: c.attempts.max(1),
+            in_flight: Arc::new(Semaphore::new(permits)),
+        })
+    }
+
+    /// The connection this driver calls through.
+    pub fn connection(&self) -> &str {
+        &self.connection
+    }
+
+    /// Build one send's request.
+    fn request(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Result<Request<Body>, hyper::http::Error> {
+        let mut b = Request::builder()
+            .method(Method::POST)
+            .uri(route.uri.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = call.delivery {
+            b = b.header("idempotency-key", id);
+        }
+        let mut req = b.body(Full::new(body.clone()))?;
+        // The connection's own headers come last and win over ours of the same name.
+        for (n, v) in &self.headers {
+            req.headers_mut().insert(n.clone(), v.clone());
+        }
+        Ok(req)
+    }
+
+    /// One send, bounded by the connection's `timeout:`.
+    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Outcome {
+        let Ok(_permit) = self.in_flight.acquire().await else {
+            return Outcome::fail(FailureKind::InternalFault, "http.driver_closed");
+        };
+        let mut req = match self.request(route, body, call) {
+            Ok(r) => r,
+            Err(_) => return Outcome::fail(FailureKind::InternalFault, "http.bad_request"),
+        };
+        // Tells a timeout before a connection was had (the call never left) from
+        // one after the request went out.
+        let captured = capture_connection(&mut req);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let answer = match tokio::time::timeout_at(deadline, self.client.inner.request(req)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => return transport_failure(&e, route.idempotent),
+            Err(_) if captured.connection_metadata().is_none() => {
+                return Outcome::fail(FailureKind::Unavailable, CODE_CONNECT);
+            }
+            Err(_) => return no_answer(route.idempotent),
+        };
+        let (parts, incoming) = answer.into_parts();
+        // The status decides when the body cannot be read in time or is too long.
+        let body = match tokio::time::timeout_at(deadline, Limited::new(incoming, MAX_ANSWER_BODY).collect()).await {
+            Ok(Ok(collected)) => Some(collected.to_bytes()),
+            _ => None,
+        };
+        map_answer(parts.status, &parts.headers, body.as_deref(), SystemTime::now())
+    }
+}
+
+/// A call that was sent and got no answer.
+fn no_answer(idempotent: bool) -> Outcome {
+    let kind = if idempotent { FailureKind::Unavailable } else { FailureKind::OutcomeUnknown };
+    Outcome::fail(kind, CODE_NO_ANSWER)
+}
+
+/// A client error: before the request left, or after.
+fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) -> Outcome {
+    let never_sent = e.is_connect()
+        || std::error::Error::source(e).and_then(|s| s.downcast_ref::<hyper::Error>()).is_some_and(|h| h.is_canceled());
+    if never_sent { Outcome::fail(FailureKind::Unavailable, CODE_CONNECT) } else { no_answer(idempotent) }
+}
+
+/// Map a provider's answer to an outcome, as runtime.md's table says: a
+/// `{"failure": {"code", "kind"}}` body wins on any status; then 2xx succeeds, 429
+/// is `rate_limited`, 408 and 5xx `unavailable`, 404 `not_found`, 409 `conflict`,
+/// any other 4xx or 3xx `rejected`. A `Retry-After` (delta-seconds or HTTP-date,
+/// read against `now`) is kept on a retryable failure.
+pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, now: SystemTime) -> Outcome {
+    let code = status.as_u16();
+    let http_status = Some(code);
+    let declared = body.and_then(failure_body);
+    let (kind, code) = match declared {
+        Some((kind, c)) => (kind, c),
+        None => {
+            let kind = match code {
+                200..=299 => return Outcome::Succeeded { http_status },
+                429 => FailureKind::RateLimited,
+                408 | 500..=599 => FailureKind::Unavailable,
+                404 => FailureKind::NotFound,
+                409 => FailureKind::Conflict,
+                300..=499 => FailureKind::Rejected,
+                // 1xx never reach here (hyper handles them); 600 and up are no
+                // HTTP answer at all: a defect of the provider.
+                _ => FailureKind::InternalFault,
+            };
+            (kind, format!("http.{code}"))
+        }
+    };
+    let retry_after_ms = if matches!(kind, FailureKind::Unavailable | FailureKind::RateLimited) {
+        headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after_ms(v, now))
+    } else {
+        None
+    };
+    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms })
+}
+
+/// `{"failure": {"code": C, "kind": K}}`: K's kind (a word that is not a kind an
+/// attempt can end with is `internal_fault`) and C, cut to [`MAX_CODE_LEN`].
+fn failure_body(body: &[u8]) -> Option<(FailureKind, String)> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let f = v.get("failure")?;
+    let code = f.get("code")?.as_str()?;
+    let kind = f.get("kind")?.as_str()?;
+    let kind = match FailureKind::parse(kind) {
+        // A lease is the runtime's own affair, never a provider's answer.
+        Some(FailureKind::LeaseExpired) | None => FailureKind::InternalFault,
+        Some(k) => k,
+    };
+    let mut end = code.len().min(MAX_CODE_LEN);
+    while !code.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some((kind, code[..end].to_string()))
+}
+
+/// A `Retry-After` value in milliseconds from `now`: delta-seconds, or an
+/// HTTP-date (one in the past asks for no wait). Anything else is ignored.
+pub fn parse_retry_after_ms(value: &str, now: SystemTime) -> Option<u64> {
+    let v = value.trim();
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64 still asks for a very long wait.
+        return Some(v.parse::<u64>().map(|s| s.saturating_mul(budget::SECOND_MS)).unwrap_or(u64::MAX));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    let ms = at.duration_since(now).map(|d| d.as_millis()).unwrap_or(0);
+    Some(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
+/// The wait before re-send `n` (1 for the first): 100ms doubling, at most 2s,
+/// drawn evenly from its upper half so that re-sends of many calls spread out.
+pub fn resend_wait_ms<R: rand::Rng + ?Sized>(n: u32, rng: &mut R) -> u64 {
+    let ceiling = RESEND_BASE_MS.saturating_mul(1u64 << n.saturating_sub(1).min(16)).min(RESEND_CAP_MS);
+    rng.random_range(ceiling / 2..=ceiling)
+}
+
+/// Whether a connection-level re-send may follow this outcome.
+fn resendable(o: &Outcome) -> bool {
+    matches!(o, Outcome::Failed(f) if matches!(f.kind, FailureKind::Unavailable | FailureKind::RateLimited))
+}
+
+/// The request's JSON body, serialized straight from the call (no `Value` tree
+/// built per call).
+#[derive(serde::Serialize)]
+struct WireBody<'a> {
+    action: &'a str,
+    args: &'a serde_json::Value,
+    event: WireEvent<'a>,
+    delivery: Option<i64>,
+    attempt: u32,
+}
+
+/// The body's `event`: its id (null for a schedule's run) and name.
+#[derive(serde::Serialize)]
+struct WireEvent<'a> {
+    id: Option<i64>,
+    name: &'a str,
+}
+
+impl Driver for HttpDriver {
+    fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let Some(route) = self.routes.get(&request.action) else {
+                return Outcome::fail(FailureKind::InternalFault, "http.unknown_action");
+            };
+            let body = WireBody {
+                action: &request.action,
+                args: &request.args,
+                event: WireEvent { id: request.event_id, name: &request.event },
+                delivery: request.delivery,
+                attempt: request.attempt,
+            };
+            let body = match serde_json::to_vec(&body) {
+                Ok(b) => Bytes::from(b),
+                Err(_) => return Outcome::fail(FailureKind::InternalFault, "http.bad_body"),
+            };
+            let mut sends = 1;
+            loop {
+                let sent_at = Instant::now();
+                let outcome = self.send(route, &body, &request).await;
+                if sends >= self.attempts || !resendable(&outcome) {
+                    return outcome;
+                }
+                let asked = match &outcome {
+                    Outcome::Failed(f) => f.retry_after_ms.unwrap_or(0),
+                    Outcome::Succeeded { .. } => 0,
+                };
+                let wait = resend_wait_ms(sends, &mut rand::rng()).max(asked);
+                // Re-send only when the wait, and a send as long as the last one,
+                // fit in what is left of the run's time limit: never sleep past the
+                // limit, and give the re-send a fair chance to end by itself. A
+                // Retry-After too long for that is left to the core, which honours
+                // it between attempts.
+                let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                let needed = ms(started.elapsed())
+                    .saturating_add(wait)
+                    .saturating_add(ms(sent_at.elapsed()))
+                    .saturating_add(RUN_LIMIT_MARGIN_MS);
+                if needed > route.run_limit_ms {
+                    return outcome;
+                }
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                sends += 1;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    fn map(status: u16, body: Option<&str>, retry_after: Option<&str>) -> Outcome {
+        let mut h = HeaderMap::new();
+        if let Some(r) = retry_after {
+            h.insert(RETRY_AFTER, HeaderValue::from_str(r).unwrap());
+        }
+        map_answer(StatusCode::from_u16(status).unwrap(), &h, body.map(str::as_bytes), SystemTime::UNIX_EPOCH)
+    }
+
+    fn failed(kind: FailureKind, code: &str, status: u16, retry_after_ms: Option<u64>) -> Outcome {
+        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: Some(status), retry_after_ms })
+    }
+
+    #[test]
+    fn statuses_map_as_the_table_says() {
+        use FailureKind::*;
+        assert_eq!(map(200, None, None), Outcome::Succeeded { http_status: Some(200) });
+        assert_eq!(map(204, None, None), Outcome::Succeeded { http_status: Some(204) });
+        for (s, kind) in [
+            (429, RateLimited),
+            (408, Unavailable),
+            (500, Unavailable),
+            (503, Unavailable),
+            (599, Unavailable),
+            (404, NotFound),
+            (409, Conflict),
+            (401, Rejected),
+            (403, Rejected),
+            (400, Rejected),
+            (422, Rejected),
+            (301, Rejected),
+            (302, Rejected),
+            (600, InternalFault),
+        ] {
+            assert_eq!(map(s, None, None), failed(kind, &format!("http.{s}"), s, None), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_failure_body_wins_on_any_status() {
+        let b = r#"{"failure": {"code": "ledger.closed", "kind": "rejected"}}"#;
+        assert_eq!(map(200, Some(b), None), failed(FailureKind::Rejected, "ledger.closed", 200, None));
+        assert_eq!(map(503, Some(b), None), failed(FailureKind::Rejected, "ledger.closed", 503, None));
+        let b = r#"{"failure": {"code": "x", "kind": "exploded"}}"#;
+        assert_eq!(map(400, Some(b), None), failed(FailureKind::InternalFault, "x", 400, None));
+        let b = r#"{"failure": {"code": "x", "kind": "lease_expired"}}"#;
+        assert_eq!(map(400, Some(b), None), failed(FailureKind::InternalFault, "x", 400, None));
+        // Not the shape: the status decides.
+        assert_eq!(map(200, Some(r#"{"failure": "no"}"#), None), Outcome::Succeeded { http_status: Some(200) });
+        assert_eq!(map(200, Some("not json"), None), Outcome::Succeeded { http_status: Some(200) });
+        let long = format!(r#"{{"failure": {{"code": "{}", "kind": "conflict"}}}}"#, "é".repeat(100));
+        let Outcome::Failed(f) = map(409, Some(&long), None) else { panic!("a failure") };
+        assert!(f.code.len() <= MAX_CODE_LEN && f.code.starts_with('é'));
+    }
+
+    #[test]
+    fn retry_after_is_read_in_both_forms_on_retryable_answers_only() {
+        assert_eq!(map(503, None, Some("120")), failed(FailureKind::Unavailable, "http.503", 503, Some(120_000)));
+        // UNIX_EPOCH is `now` in these tests: one minute after it.
+        let date = "Thu, 01 Jan 1970 00:01:00 GMT";
+        assert_eq!(map(429, None, Some(date)), failed(FailureKind::RateLimited, "http.429", 429, Some(60_000)));
+        assert_eq!(map(404, None, Some("120")), failed(FailureKind::NotFound, "http.404", 404, None));
+        assert_eq!(map(503, None, Some("soon")), failed(FailureKind::Unavailable, "http.503", 503, None));
+        let later = SystemTime::UNIX_EPOCH + Duration::from_secs(3600);
+        assert_eq!(parse_retry_after_ms(date, later), Some(0));
+        assert_eq!(parse_retry_after_ms("99999999999999999999999", later), Some(u64::MAX));
+    }
+
+    #[test]
+    fn resend_waits_double_from_100ms_to_2s_jittered() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for (n, ceiling) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1600), (6, 2000), (10, 2000), (99, 2000)] {
+            for _ in 0..50 {
+                let w = resend_wait_ms(n, &mut rng);
+                assert!((ceiling / 2..=ceiling).contains(&w), "re-send {n}: {w}");
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Breakers in the store: two handles on one file race to open, alert, probe and
+//! release; every change is one conditional statement, so each happens once.
+
+use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
+use jadpo_runtime::core::{self, Outcome, breaker};
+use jadpo_runtime::store::{ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, SqliteStore, Store};
+use rand::SeedableRng;
+use std::sync::{Arc, Barrier};
+
+const T0: i64 = 1_700_000_000_000;
+const TIMEOUT_MS: u64 = 1_000;
+
+fn event(n: usize) -> NewEvent {
+    NewEvent {
+        name: "Paid".into(),
+        payload: format!(r#"{{"id":"p{n}"}}"#),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+    }
+}
+
+fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
+    store
+        .claim(now, limit, &mut |c| {
+            let d = core::decide_at_claim(&c.record, &Budget::default(), now, c.handled, TIMEOUT_MS);
+            breaker::decide_at_claim(d, &c.breaker, c.id, now)
+        })
+        .expect("claim")
+}
+
+/// Record every claimed delivery's outcome, decided by the core.
+fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
+    let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
+    let recs: Vec<Recorded> = report
+        .run
+        .iter()
+        .map(|c| Recorded {
+            id: c.id,
+            connection: c.connection.clone(),
+            attempt: c.attempt,
+            started_at_ms: c.claimed_at_ms,
+            ended_at_ms: now,
+            outcome: outcome.clone(),
+            decision: core::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
+        })
+        .collect();
+    store.record(&recs).expect("record");
+}
+
+fn count(store: &dyn Store, state: DeliveryState) -> usize {
+    store.deliveries(&DeliveryFilter { state: Some(state), ..Default::default() }).expect("list").len()
+}
+
+fn lease(now: i64) -> impl Fn(&str) -> i64 {
+    move |_| core::lease_until_ms(now, TIMEOUT_MS)
+}
+
+/// Run `f` on two handles of one store file at once; returns both results.
+fn race<T: Send + 'static>(path: &std::path::Path, f: impl Fn(&SqliteStore) -> T + Send + Sync + 'static) -> Vec<T> {
+    let f = Arc::new(f);
+    let barrier = Arc::new(Barrier::new(2));
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let (path, f, barrier) = (path.to_path_buf(), f.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let store = SqliteStore::open(&path).expect("open");
+                barrier.wait();
+                f(&store)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("a racer")).collect()
+}
+
+#[test]
+fn two_processes_race_to_open_alert_probe_and_release() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("outbox.db");
+    let setup = SqliteStore::open(&path).expect("open");
+    let events: Vec<NewEvent> = (0..200).map(event).collect();
+    setup.emit(&events, T0).expect("emit");
+
+    // Open: both claim in small batches and every call finds `c` unavailable.
+    let unavailable = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
+    let attempts = race(&path, move |store| {
+        let mut ran = 0;
+        loop {
+            let r = claim(store, T0, 3);
+            if r.changed() == 0 {
+                return ran;
+            }
+            ran += r.run.len();
+            record_all(store, &r, &unavailable, T0);
+        }
+    });
+    let ran: usize = attempts.iter().sum();
+    // Five open it; a batch already claimed when it opened may finish (at most
+    // two batches of three were in flight).
+    assert!((5..=10).contains(&ran), "{ran} attempts");
+    assert_eq!(count(&setup, DeliveryState::Held), 200 - ran);
+    assert_eq!(count(&setup, DeliveryState::Pending), ran);
+    let b = &setup.breakers().expect("breakers")[0];
+    assert_eq!((b.row.state, b.row.alerts, b.held), (BreakerState::Open, 0, (200 - ran) as u64));
+
+    // The alert: both sweep, one raises it.
+    let sweeps = race(&path, |store| store.sweep_breakers(T0 + 1, &lease(T0 + 1)).expect("sweep"));
+    let alerts: Vec<_> = sweeps.iter().flat_map(|s| s.alerts.clone()).collect();
+    assert_eq!(alerts.len(), 1, "{sweeps:?}");
+    assert_eq!(alerts[0].connection, "c");
+    assert_eq!(alerts[0].since_ms, T0);
+    assert!(sweeps.iter().all(|s| s.woken.is_empty()), "no probe during the pause");
+
+    // After the pause: both sweep, one wakes the longest-held to probe; both
+    // claim, only that one runs; the rest stay held.
+    let after = T0 + 60_000;
+    let sweeps = race(&path, move |store| store.sweep_breakers(after, &lease(after)).expect("sweep"));
+    let woken: Vec<i64> = sweeps.iter().flat_map(|s| s.woken.clone()).collect();
+    assert_eq!(woken.len(), 1, "one probe: {sweeps:?}");
+    assert!(sweeps.iter().all(|s| s.alerts.is_empty()), "no second alert");
+    let claims = race(&path, move |store| claim(store, after, 50));
+    let probes: Vec<i64> = claims.iter().flat_map(|r| r.run.iter().map(|c| c.id)).collect();
+    // The retries of the first attempts are due by now too: held at their claims.
+    assert_eq!(probes, woken, "only the woken delivery runs: {claims:?}");
+    assert_eq!(setup.breakers().expect("breakers")[0].row.state, BreakerState::Probing);
+
+    // The probe is answered: the breaker closes and releases every held delivery.
+    let probe = claims.into_iter().find(|r| !r.run.is_empty()).expect("the probe's claim");
+    record_all(&setup, &probe, &Outcome::ok(), after + 5);
+    assert_eq!(count(&setup, DeliveryState::Held), 0, "nothing left held after a close");
+    assert_eq!(count(&setup, DeliveryState::Succeeded), 1);
+    let b = &setup.breakers().expect("breakers")[0];
+    assert_eq!((b.row.state, b.row.alerts, b.row.failures_in_a_row, b.held), (BreakerState::Closed, 1, 0, 0));
+    // Released deliveries are due at once, their held time moving their window on.
+    let released = setup.deliveries(&DeliveryFilter::default()).expect("list");
+    assert!(released.iter().filter(|d| d.state == DeliveryState::Pending).all(|d| d.due_at_ms == Some(after + 5)));
+    assert!(
+        released.iter().filter(|d| d.attempts == 0).all(|d| d.held_ms == after + 5 - T0 && d.held_since_ms.is_none())
+    );
+    let r = claim(&setup, after + 5, 500);
+    assert_eq!(r.run.len(), 199, "every released delivery runs");
+    assert!(r.held.is_empty());
+}
+
+#[test]
+fn a_delivery_running_when_the_breaker_opened_closes_it_with_its_answer() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    store.emit(&(0..6).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let late = claim(&store, T0, 1);
+    let first = claim(&store, T0, 5);
+    record_all(&store, &first, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0 + 1);
+    assert_eq!(store.breakers().expect("breakers")[0].row.state, BreakerState::Open);
+    record_all(&store, &late, &Outcome::ok(), T0 + 2);
+    let b = &store.breakers().expect("breakers")[0];
+    assert_eq!(b.row.state, BreakerState::Closed);
+}
+
+#[test]
+fn a_lost_probe_is_lost_when_its_lease_ends() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    store.emit(&(0..7).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let first = claim(&store, T0, 5);
+    record_all(&store, &first, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
+    assert_eq!(claim(&store, T0, 10).held.len(), 2);
+    let after = T0 + 60_000;
+    let sweep = store.sweep_breakers(after, &lease(after)).expect("sweep");
+    let probe = claim(&store, after, 10);
+    assert_eq!(probe.run.iter().map(|c| c.id).collect::<Vec<_>>(), sweep.woken);
+    // Its worker dies: nothing is recorded. At its lease's end the probe is lost,
+    // and the sweep wakes the next held delivery; the lost one, reclaimed, is held.
+    let lease_end = core::lease_until_ms(after, TIMEOUT_MS);
+    assert!(store.sweep_breakers(lease_end - 1, &lease(lease_end - 1)).expect("sweep").woken.is_empty());
+    let sweep = store.sweep_breakers(lease_end, &lease(lease_end)).expect("sweep");
+    assert_eq!(sweep.woken.len(), 1);
+    assert_ne!(sweep.woken, probe.run.iter().map(|c| c.id).collect::<Vec<_>>());
+    assert!(store.next_sweep_ms(lease_end).expect("next").is_some());
+}

@@ -1,0 +1,395 @@
+//! The HTTP driver against a real provider on 127.0.0.1: the request it sends, the
+//! answer mapping table row by row, Retry-After, transport failures, the
+//! connection's own re-sends, the in-flight limit and keep-alive.
+
+mod http_server;
+
+use http_server::{Provider, Received, Reply, refused_url};
+use jadpo_check::program::{FailureKind, Program};
+use jadpo_check::{Lower, SourceFile, check};
+use jadpo_runtime::core::{CallFailure, Outcome};
+use jadpo_runtime::drivers::{CallRequest, Driver};
+use jadpo_runtime::http::{HttpClient, HttpDriver, HttpSetupError};
+use serde_json::json;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// A checked program: connection `c` at `url` with `conn` added to its block,
+/// action `record` (with `action` added) and a subscriber whose run limit is
+/// `run_timeout`.
+fn program(url: &str, conn: &str, action: &str, run_timeout: &str) -> Program {
+    let text = format!(
+        r#"event Paid {{
+    id: string
+    cents: int
+}}
+connection c {{
+    url: "{url}"
+    {conn}
+}}
+action record(id: string, cents: int) {{
+    via: c
+    {action}
+}}
+subscriber rec {{
+    on: Paid
+    run: record(event.id, event.cents)
+    timeout: {run_timeout}
+}}
+"#
+    );
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::Yes);
+    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
+    checked.program.expect("a program")
+}
+
+fn no_env(_: &str) -> Option<OsString> {
+    None
+}
+
+fn driver_for(p: &Program) -> HttpDriver {
+    HttpDriver::new(p, 0, HttpClient::new().expect("client"), &no_env).expect("driver")
+}
+
+/// A driver for `url` with the connection's `conn` keys and the action's `action` keys.
+fn driver(url: &str, conn: &str, action: &str) -> HttpDriver {
+    driver_for(&program(url, conn, action, "30s"))
+}
+
+fn request(delivery: i64, attempt: u32) -> CallRequest {
+    CallRequest {
+        action: "record".into(),
+        args: json!({"id": "p1", "cents": 250}),
+        event_id: Some(7),
+        event: "Paid".into(),
+        delivery: Some(delivery),
+        attempt,
+    }
+}
+
+async fn call(d: &HttpDriver) -> Outcome {
+    d.call(request(42, 1)).await
+}
+
+fn failed(kind: FailureKind, code: &str, status: Option<u16>, retry_after_ms: Option<u64>) -> Outcome {
+    Outcome::Failed(CallFailure { kind, code: code.into(), http_status: status, retry_after_ms })
+}
+
+/// One answer from a provider that always gives `reply`.
+async fn answer_to(reply: Reply) -> (Outcome, Provider) {
+    let p = Provider::always(reply);
+    let o = call(&driver(&p.url(), "", "")).await;
+    (o, p)
+}
+
+#[tokio::test]
+async fn http_sends_the_call_as_documented() {
+    let p = Provider::always(Reply::status(200));
+    let prog = program(
+        &format!("{}/jadpo/", p.url()),
+        r#"headers: { "Authorization": env("TOKEN"), "X-Team": "ops" }"#,
+        "",
+        "30s",
+    );
+    let env = |name: &str| (name == "TOKEN").then(|| OsString::from("Bearer s3cret"));
+    let d = HttpDriver::new(&prog, 0, HttpClient::new().expect("client"), &env).expect("driver");
+    assert_eq!(d.call(request(42, 3)).await, Outcome::Succeeded { http_status: Some(200) });
+    let got = p.received();
+    assert_eq!(got.len(), 1);
+    let r: &Received = &got[0];
+    assert_eq!(r.method, "POST");
+    assert_eq!(r.path, "/jadpo/record");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("idempotency-key"), Some("42"));
+    assert_eq!(r.header("authorization"), Some("Bearer s3cret"));
+    assert_eq!(r.header("x-team"), Some("ops"));
+    assert_eq!(
+        r.json(),
+        json!({
+            "action": "record",
+            "args": {"id": "p1", "cents": 250},
+            "event": {"id": 7, "name": "Paid"},
+            "delivery": 42,
+            "attempt": 3
+        })
+    );
+    // Secrets stay out of debug output.
+    assert!(!format!("{d:?}").contains("s3cret"));
+}
+
+#[tokio::test]
+async fn http_an_actions_path_is_appended_to_the_url() {
+    let p = Provider::always(Reply::status(204));
+    let d = driver(&format!("{}/v2", p.url()), "", r#"path: "/payments""#);
+    assert_eq!(call(&d).await, Outcome::Succeeded { http_status: Some(204) });
+    assert_eq!(p.received()[0].path, "/v2/payments");
+}
+
+#[test]
+fn http_an_unset_env_secret_refuses_the_driver_naming_it() {
+    let prog = program("http://127.0.0.1:9", r#"headers: { "Authorization": env("LEDGER_TOKEN") }"#, "", "30s");
+    let e = HttpDriver::new(&prog, 0, HttpClient::new().expect("client"), &no_env).expect_err("refused");
+    assert_eq!(
+        e,
+        HttpSetupError::MissingEnv {
+            connection: "c".into(),
+            header: "Authorization".into(),
+            name: "LEDGER_TOKEN".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "connection `c` needs the environment variable `LEDGER_TOKEN` (header `Authorization`), which is not set"
+    );
+    let bad = |_: &str| Some(OsString::from("line\nbreak"));
+    let e = HttpDriver::new(&prog, 0, HttpClient::new().expect("client"), &bad).expect_err("refused");
+    assert!(matches!(e, HttpSetupError::BadEnv { .. }), "{e}");
+    assert!(!e.to_string().contains("break"), "the value is never shown: {e}");
+}
+
+#[tokio::test]
+async fn http_2xx_succeeds() {
+    assert_eq!(answer_to(Reply::status(200)).await.0, Outcome::Succeeded { http_status: Some(200) });
+    assert_eq!(answer_to(Reply::status(201)).await.0, Outcome::Succeeded { http_status: Some(201) });
+}
+
+#[tokio::test]
+async fn http_a_failure_body_wins_on_any_status() {
+    let body = r#"{"failure": {"code": "ledger.closed", "kind": "conflict"}}"#;
+    let (o, _) = answer_to(Reply::json(200, body)).await;
+    assert_eq!(o, failed(FailureKind::Conflict, "ledger.closed", Some(200), None));
+    let (o, _) = answer_to(Reply::json(503, body)).await;
+    assert_eq!(o, failed(FailureKind::Conflict, "ledger.closed", Some(503), None));
+    let body = r#"{"failure": {"code": "ledger.slow", "kind": "unavailable"}}"#;
+    let (o, _) = answer_to(Reply::json(400, body)).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "ledger.slow", Some(400), None));
+}
+
+#[tokio::test]
+async fn http_a_failure_body_with_an_unknown_kind_is_internal_fault() {
+    let body = r#"{"failure": {"code": "ledger.odd", "kind": "on_fire"}}"#;
+    let (o, _) = answer_to(Reply::json(422, body)).await;
+    assert_eq!(o, failed(FailureKind::InternalFault, "ledger.odd", Some(422), None));
+}
+
+#[tokio::test]
+async fn http_429_is_rate_limited() {
+    let (o, _) = answer_to(Reply::status(429)).await;
+    assert_eq!(o, failed(FailureKind::RateLimited, "http.429", Some(429), None));
+}
+
+#[tokio::test]
+async fn http_408_and_5xx_are_unavailable() {
+    for s in [408, 500, 502, 503, 504] {
+        let (o, _) = answer_to(Reply::status(s)).await;
+        assert_eq!(o, failed(FailureKind::Unavailable, &format!("http.{s}"), Some(s), None), "{s}");
+    }
+}
+
+#[tokio::test]
+async fn http_404_is_not_found() {
+    let (o, _) = answer_to(Reply::status(404)).await;
+    assert_eq!(o, failed(FailureKind::NotFound, "http.404", Some(404), None));
+}
+
+#[tokio::test]
+async fn http_409_is_conflict() {
+    let (o, _) = answer_to(Reply::status(409)).await;
+    assert_eq!(o, failed(FailureKind::Conflict, "http.409", Some(409), None));
+}
+
+#[tokio::test]
+async fn http_401_403_other_4xx_and_3xx_are_rejected() {
+    for s in [401, 403, 400, 410, 422, 300, 304] {
+        let (o, _) = answer_to(Reply::status(s)).await;
+        assert_eq!(o, failed(FailureKind::Rejected, &format!("http.{s}"), Some(s), None), "{s}");
+    }
+}
+
+#[tokio::test]
+async fn http_redirects_are_not_followed() {
+    let p = Provider::start(|_, r| {
+        if r.path == "/record" { Reply::with_header(307, "Location", "/elsewhere") } else { Reply::status(200) }
+    });
+    let o = call(&driver(&p.url(), "", "")).await;
+    assert_eq!(o, failed(FailureKind::Rejected, "http.307", Some(307), None));
+    let paths: Vec<String> = p.received().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, vec!["/record"]);
+}
+
+#[tokio::test]
+async fn http_retry_after_in_delta_seconds_is_kept() {
+    let (o, _) = answer_to(Reply::with_header(503, "Retry-After", "120")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "http.503", Some(503), Some(120_000)));
+}
+
+#[tokio::test]
+async fn http_retry_after_as_an_http_date_is_kept() {
+    let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(300));
+    let (o, _) = answer_to(Reply::with_header(429, "Retry-After", &at)).await;
+    let Outcome::Failed(f) = o else { panic!("a failure: {o:?}") };
+    assert_eq!((f.kind, f.code.as_str(), f.http_status), (FailureKind::RateLimited, "http.429", Some(429)));
+    let ms = f.retry_after_ms.expect("a retry-after");
+    // The date has whole seconds: up to 1s less, plus the time the call took.
+    assert!((298_000..=300_000).contains(&ms), "{ms}");
+}
+
+#[tokio::test]
+async fn http_retry_after_on_a_non_retryable_answer_is_ignored() {
+    let (o, _) = answer_to(Reply::with_header(409, "Retry-After", "120")).await;
+    assert_eq!(o, failed(FailureKind::Conflict, "http.409", Some(409), None));
+}
+
+#[tokio::test]
+async fn http_a_refused_connection_is_unavailable_transport_connect() {
+    let o = call(&driver(&refused_url(), "", "")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.connect", None, None));
+}
+
+#[tokio::test]
+async fn http_a_tls_failure_is_unavailable_transport_connect() {
+    // An https call to a plain-HTTP provider fails its handshake before sending.
+    let p = Provider::always(Reply::status(200));
+    let o = call(&driver(&p.url().replace("http://", "https://"), "", "")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.connect", None, None));
+    assert_eq!(p.count(), 0);
+}
+
+#[tokio::test]
+async fn http_no_answer_is_outcome_unknown_for_a_non_idempotent_action() {
+    let p = Provider::always(Reply::Hang);
+    let d = driver(&p.url(), "timeout: 300ms\n retry: { attempts: 3 }", "");
+    let t = Instant::now();
+    assert_eq!(call(&d).await, failed(FailureKind::OutcomeUnknown, "transport.no_answer", None, None));
+    // The connection's timeout bounded the send, and outcome_unknown is never re-sent.
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(p.count(), 1);
+}
+
+#[tokio::test]
+async fn http_no_answer_is_unavailable_for_an_idempotent_action() {
+    let p = Provider::always(Reply::Hang);
+    let d = driver(&p.url(), "timeout: 300ms", "idempotent: true");
+    assert_eq!(call(&d).await, failed(FailureKind::Unavailable, "transport.no_answer", None, None));
+}
+
+#[tokio::test]
+async fn http_a_reset_after_sending_is_outcome_unknown_or_unavailable_when_idempotent() {
+    let p = Provider::always(Reply::Close);
+    assert_eq!(
+        call(&driver(&p.url(), "", "")).await,
+        failed(FailureKind::OutcomeUnknown, "transport.no_answer", None, None)
+    );
+    assert_eq!(
+        call(&driver(&p.url(), "", "idempotent: true")).await,
+        failed(FailureKind::Unavailable, "transport.no_answer", None, None)
+    );
+}
+
+#[tokio::test]
+async fn http_connection_resends_count_as_one_call_ending_by_the_last_send() {
+    let p = Provider::start(|n, _| if n < 2 { Reply::status(503) } else { Reply::status(200) });
+    let d = driver(&p.url(), "retry: { attempts: 3 }", "");
+    let t = Instant::now();
+    assert_eq!(call(&d).await, Outcome::Succeeded { http_status: Some(200) });
+    assert_eq!(p.count(), 3);
+    // Waits of 50..100ms then 100..200ms.
+    assert!(t.elapsed() >= Duration::from_millis(150), "{:?}", t.elapsed());
+    // Every send carries the same attempt number and key.
+    assert!(p.received().iter().all(|r| r.json()["attempt"] == 1 && r.header("idempotency-key") == Some("42")));
+
+    let p = Provider::start(|n, _| if n == 0 { Reply::status(429) } else { Reply::status(502) });
+    let d = driver(&p.url(), "retry: { attempts: 3 }", "");
+    assert_eq!(call(&d).await, failed(FailureKind::Unavailable, "http.502", Some(502), None));
+    assert_eq!(p.count(), 3);
+}
+
+#[tokio::test]
+async fn http_no_connection_resend_without_retry_or_on_a_declared_failure() {
+    let p = Provider::always(Reply::status(503));
+    assert_eq!(call(&driver(&p.url(), "", "")).await, failed(FailureKind::Unavailable, "http.503", Some(503), None));
+    assert_eq!(p.count(), 1);
+    let p = Provider::always(Reply::status(404));
+    let d = driver(&p.url(), "retry: { attempts: 5 }", "");
+    assert_eq!(call(&d).await, failed(FailureKind::NotFound, "http.404", Some(404), None));
+    assert_eq!(p.count(), 1);
+}
+
+#[tokio::test]
+async fn http_a_short_retry_after_is_honoured_between_resends() {
+    let p =
+        Provider::start(|n, _| if n == 0 { Reply::with_header(503, "Retry-After", "1") } else { Reply::status(200) });
+    let d = driver(&p.url(), "retry: { attempts: 2 }", "");
+    let t = Instant::now();
+    assert_eq!(call(&d).await, Outcome::Succeeded { http_status: Some(200) });
+    assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(p.count(), 2);
+}
+
+#[tokio::test]
+async fn http_a_retry_after_past_the_run_limit_ends_the_call_for_the_core() {
+    let p = Provider::always(Reply::with_header(503, "Retry-After", "60"));
+    let d = driver(&p.url(), "retry: { attempts: 5 }", "");
+    let t = Instant::now();
+    assert_eq!(call(&d).await, failed(FailureKind::Unavailable, "http.503", Some(503), Some(60_000)));
+    assert_eq!(p.count(), 1);
+    assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn http_resends_stop_when_the_run_limit_cannot_hold_another_send() {
+    // Run limit 2s, each send takes 700ms: after the first (700ms) a wait of at most
+    // 100ms and another 700ms send fit; after the second (at least 1450ms) a wait of
+    // at least 100ms and a third 700ms send do not.
+    let p = Provider::start(|_, _| Reply::After(Duration::from_millis(700), Box::new(Reply::status(503))));
+    let d = driver_for(&program(&p.url(), "timeout: 1s\n retry: { attempts: 10 }", "", "2s"));
+    let t = Instant::now();
+    assert_eq!(call(&d).await, failed(FailureKind::Unavailable, "http.503", Some(503), None));
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(p.count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_the_in_flight_limit_holds_under_50_concurrent_calls() {
+    let p = Provider::always(Reply::After(Duration::from_millis(20), Box::new(Reply::status(200))));
+    let d = Arc::new(driver(&p.url(), "max_in_flight: 3", ""));
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let d = d.clone();
+        tasks.push(tokio::spawn(async move { d.call(request(i, 1)).await }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("task"), Outcome::Succeeded { http_status: Some(200) });
+    }
+    assert_eq!(p.count(), 50);
+    assert_eq!(p.max_concurrent(), 3);
+    assert!(p.connections() <= 3, "{} connections", p.connections());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_the_default_in_flight_limit_is_4() {
+    let p = Provider::always(Reply::After(Duration::from_millis(20), Box::new(Reply::status(200))));
+    let d = Arc::new(driver(&p.url(), "", ""));
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let d = d.clone();
+            tokio::spawn(async move { d.call(request(i, 1)).await })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.expect("task"), Outcome::Succeeded { http_status: Some(200) });
+    }
+    assert_eq!(p.max_concurrent(), 4);
+}
+
+#[tokio::test]
+async fn http_connections_are_kept_alive_and_reused() {
+    let p = Provider::always(Reply::status(200));
+    let d = driver(&p.url(), "", "");
+    for i in 0..20 {
+        assert_eq!(d.call(request(i, 1)).await, Outcome::Succeeded { http_status: Some(200) });
+    }
+    assert_eq!(p.count(), 20);
+    assert_eq!(p.connections(), 1);
+}

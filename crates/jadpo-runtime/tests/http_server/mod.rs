@@ -1,0 +1,204 @@
+//! A scripted HTTP/1.1 provider on 127.0.0.1 for the HTTP driver's tests: plain
+//! std threads (so both tokio and blocking tests can use it), keep-alive, every
+//! request recorded, each answered by a script.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One request as the provider received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased.
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+    /// Which accepted connection carried it (0 for the first).
+    pub connection: usize,
+}
+
+impl Received {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// How the provider answers one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Answer with this status, extra headers and body.
+    Answer { status: u16, headers: Vec<(String, String)>, body: String },
+    /// Wait, then answer.
+    After(Duration, Box<Reply>),
+    /// Read the request and never answer (the socket stays open).
+    Hang,
+    /// Read the request and close the connection without a word.
+    Close,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply::Answer { status, headers: Vec::new(), body: String::new() }
+    }
+
+    pub fn with_header(status: u16, name: &str, value: &str) -> Reply {
+        Reply::Answer { status, headers: vec![(name.into(), value.into())], body: String::new() }
+    }
+
+    pub fn json(status: u16, body: &str) -> Reply {
+        Reply::Answer { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.into() }
+    }
+}
+
+type Script = dyn Fn(usize, &Received) -> Reply + Send + Sync;
+
+/// A running provider; it lives until the test process ends.
+#[derive(Clone)]
+pub struct Provider {
+    pub addr: std::net::SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+    connections: Arc<AtomicUsize>,
+    busy: Arc<AtomicUsize>,
+    max_busy: Arc<AtomicUsize>,
+}
+
+impl Provider {
+    /// Start a provider answering request `n` (from 0) with `script(n, request)`.
+    pub fn start(script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static) -> Provider {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = Provider {
+            addr: listener.local_addr().expect("addr"),
+            received: Arc::default(),
+            connections: Arc::default(),
+            busy: Arc::default(),
+            max_busy: Arc::default(),
+        };
+        let script: Arc<Script> = Arc::new(script);
+        let shared = p.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let n = shared.connections.fetch_add(1, Ordering::SeqCst);
+                let (p, script) = (shared.clone(), script.clone());
+                std::thread::spawn(move || p.serve(stream, n, &*script));
+            }
+        });
+        p
+    }
+
+    /// Always answer `reply`.
+    pub fn always(reply: Reply) -> Provider {
+        Provider::start(move |_, _| reply.clone())
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.received.lock().expect("lock").len()
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// The most requests it was answering at one time.
+    pub fn max_concurrent(&self) -> usize {
+        self.max_busy.load(Ordering::SeqCst)
+    }
+
+    fn serve(&self, stream: TcpStream, connection: usize, script: &Script) {
+        let Ok(write_half) = stream.try_clone() else { return };
+        let mut out = write_half;
+        let mut reader = BufReader::new(stream);
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let mut parts = line.split_whitespace();
+            let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+            let mut headers = HashMap::new();
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                    return;
+                }
+                let h = h.trim_end();
+                if h.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+                }
+            }
+            let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let mut body = vec![0; len];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            let req = Received { method, path, headers, body, connection };
+            let n = {
+                let mut all = self.received.lock().expect("lock");
+                all.push(req.clone());
+                all.len() - 1
+            };
+            let now = self.busy.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_busy.fetch_max(now, Ordering::SeqCst);
+            let mut reply = script(n, &req);
+            let keep = loop {
+                match reply {
+                    Reply::After(d, r) => {
+                        std::thread::sleep(d);
+                        reply = *r;
+                    }
+                    Reply::Hang => {
+                        self.busy.fetch_sub(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_secs(3600));
+                        return;
+                    }
+                    Reply::Close => break false,
+                    Reply::Answer { status, headers, body } => {
+                        let mut text = format!("HTTP/1.1 {status} Whatever\r\nContent-Length: {}\r\n", body.len());
+                        for (k, v) in headers {
+                            text.push_str(&format!("{k}: {v}\r\n"));
+                        }
+                        text.push_str("\r\n");
+                        text.push_str(&body);
+                        break out.write_all(text.as_bytes()).is_ok();
+                    }
+                }
+            };
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            if !keep {
+                let _ = out.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+    }
+}
+
+/// A port on 127.0.0.1 nothing listens on (bound, then let go).
+pub fn refused_url() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    drop(l);
+    format!("http://{addr}")
+}
