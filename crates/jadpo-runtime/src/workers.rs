@@ -54,7 +54,7 @@ impl Default for RuntimeConfig {
 pub enum RuntimeError {
     /// A connection has no driver.
     #[error(
-        "connection `{0}` has no driver: give it a fake with `--fake {0}=ANSWERS` (the http driver is not built yet)"
+        "connection `{0}` has no driver"
     )]
     MissingDriver(String),
     /// The store failed.
