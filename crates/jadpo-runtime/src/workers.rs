@@ -53,9 +53,7 @@ impl Default for RuntimeConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     /// A connection has no driver.
-    #[error(
-        "connection `{0}` has no driver"
-    )]
+    #[error("connection `{0}` has no driver")]
     MissingDriver(String),
     /// The store failed.
     #[error(transparent)]
