@@ -97,13 +97,6 @@ fn syntax_code(kind: SyntaxErrorKind) -> Code {
     }
 }
 
-/// A declaration found by name: where it is.
-#[derive(Clone, Copy)]
-struct DeclRef {
-    /// Index into the checker's declaration list.
-    index: usize,
-}
-
 /// What a subscriber's or schedule's call was checked to be, for lowering.
 #[derive(Default, Clone)]
 struct Resolved {
@@ -119,7 +112,9 @@ pub(crate) struct Cx<'d, 'a> {
     /// A syntax error somewhere: some names may be missing, so nothing is "unused".
     broken: bool,
     pub(crate) diags: Vec<Diagnostic>,
-    names: FxHashMap<(DeclKindKey, &'a str), DeclRef>,
+    /// Declarations of one kind share a namespace: (kind, name) to the index of the
+    /// first declaration of that name in `decls`.
+    names: FxHashMap<(DeclKind, &'a str), usize>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
     pub(crate) types: Vec<Option<Fields<'a>>>,
@@ -132,13 +127,6 @@ pub(crate) struct Cx<'d, 'a> {
 /// An event's fields or an action's parameters: shared, so checking a call clones
 /// a pointer, not the list.
 pub(crate) type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
-
-/// Declarations of one kind share a namespace.
-type DeclKindKey = u8;
-
-fn kind_key(kind: DeclKind) -> DeclKindKey {
-    kind as u8
-}
 
 const EVENT_TYPES: &str = "`string`, `int`, `float`, `bool` or `time`";
 
@@ -234,9 +222,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             if decl.name.text.is_empty() && matches!(decl.body, Body::Broken) {
                 continue;
             }
-            let key = (kind_key(decl.kind), decl.name.text);
+            let key = (decl.kind, decl.name.text);
             if let Some(first) = self.names.get(&key) {
-                let (ffile, fdecl) = self.decls[first.index];
+                let (ffile, fdecl) = self.decls[*first];
                 let what = if decl.kind == DeclKind::Test { "test" } else { decl.kind.keyword() };
                 let d = Diagnostic::new(
                     Code::NameDuplicate,
@@ -248,13 +236,13 @@ impl<'d, 'a> Cx<'d, 'a> {
                 .help(format!("rename one of them; {} names are shared by every file of the program", what));
                 self.push(d);
             } else {
-                self.names.insert(key, DeclRef { index });
+                self.names.insert(key, index);
             }
         }
     }
 
     pub(crate) fn lookup(&self, kind: DeclKind, name: &str) -> Option<usize> {
-        self.names.get(&(kind_key(kind), name)).map(|r| r.index)
+        self.names.get(&(kind, name)).copied()
     }
 
     fn candidates(&self, kind: DeclKind) -> impl Iterator<Item = &'a str> + '_ {
@@ -1127,9 +1115,9 @@ impl<'d, 'a> Cx<'d, 'a> {
                 && matches!(arg.kind, ValueKind::Str(_)));
         if !found_ok {
             let why = if found.optional && !pty.optional && found.base == pty.base {
-                format!("`{}` may be absent, but `{pname}` takes `{}`", describe_arg(arg), type_name(pty))
+                format!("`{}` may be absent, but `{pname}` takes `{}`", source_text(arg), type_name(pty))
             } else {
-                format!("`{pname}` takes `{}`, but `{}` is `{}`", type_name(pty), describe_arg(arg), type_name(found))
+                format!("`{pname}` takes `{}`, but `{}` is `{}`", type_name(pty), source_text(arg), type_name(found))
             };
             let help = if found.optional && !pty.optional {
                 format!(
@@ -1327,17 +1315,6 @@ fn path_text(segments: &[Name<'_>]) -> String {
     segments.iter().map(|s| s.text).collect::<Vec<_>>().join(".")
 }
 
-fn describe_arg(arg: &Value<'_>) -> String {
-    match &arg.kind {
-        ValueKind::Path(s) => path_text(s),
-        ValueKind::LongPath(s) => path_text(s),
-        ValueKind::Str(s) => format!("\"{s}\""),
-        ValueKind::Int(n) => n.to_string(),
-        ValueKind::Bool(b) => b.to_string(),
-        other => other.describe().to_string(),
-    }
-}
-
 /// A value as written, shortened for a message.
 fn source_text(value: &Value<'_>) -> String {
     match &value.kind {
@@ -1348,6 +1325,8 @@ fn source_text(value: &Value<'_>) -> String {
         ValueKind::Duration(ms) => format_duration(*ms),
         ValueKind::Block(_) => "{ ... }".into(),
         ValueKind::List(_) => "[ ... ]".into(),
-        _ => describe_arg(value),
+        ValueKind::Str(s) => format!("\"{s}\""),
+        ValueKind::Int(n) => n.to_string(),
+        ValueKind::Bool(b) => b.to_string(),
     }
 }
