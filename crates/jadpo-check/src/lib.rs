@@ -11,5 +11,7 @@ mod tests;
 
 pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
+/// Durations as the language writes them, for the runtime's `--fake` answers.
+pub use jadpo_syntax::lexer::parse_duration;
 pub use program::Program;
 pub use registry::{Code, Severity};

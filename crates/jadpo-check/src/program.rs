@@ -249,6 +249,12 @@ impl FailureKind {
         FailureKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
+    /// Whether a fake may answer with this kind (testing.md): `deadline_exceeded`
+    /// comes from `hang` and `lease_expired` from a lost worker, never from an answer.
+    pub fn is_fake_answer(self) -> bool {
+        !matches!(self, FailureKind::DeadlineExceeded | FailureKind::LeaseExpired)
+    }
+
     /// Whether a failure of this kind is tried again while the budget lasts.
     pub fn is_retryable(self) -> bool {
         matches!(

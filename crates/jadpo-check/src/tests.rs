@@ -17,18 +17,6 @@ pub(crate) struct PendingTest {
     steps: Vec<p::Step>,
 }
 
-/// The failure kinds a fake may answer with: `deadline_exceeded` comes from `hang`
-/// and `lease_expired` from a lost worker, never from an answer.
-const ANSWER_KINDS: [FailureKind; 7] = [
-    FailureKind::Unavailable,
-    FailureKind::RateLimited,
-    FailureKind::NotFound,
-    FailureKind::Conflict,
-    FailureKind::Rejected,
-    FailureKind::OutcomeUnknown,
-    FailureKind::InternalFault,
-];
-
 impl<'a> Cx<'_, 'a> {
     pub(crate) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &str, steps: &[Step<'a>]) {
         let errors_before = self.error_count();
@@ -169,7 +157,9 @@ impl<'a> Cx<'_, 'a> {
                         ValueKind::Call { name, .. } => Some(name.text),
                         _ => None,
                     };
-                    let words = ["ok", "hang"].into_iter().chain(ANSWER_KINDS.iter().map(|k| k.as_str()));
+                    let words = ["ok", "hang"]
+                        .into_iter()
+                        .chain(FailureKind::ALL.iter().filter(|k| k.is_fake_answer()).map(|k| k.as_str()));
                     let help = word.and_then(|w| did_you_mean(w, words)).unwrap_or_else(|| {
                         "an answer is `ok`, `hang`, a failure kind (`unavailable`, `rate_limited`, `not_found`, `conflict`, `rejected`, `outcome_unknown`, `internal_fault`), or `rate_limited(2m)` with a Retry-After".into()
                     });
@@ -424,15 +414,13 @@ fn answer(v: &Value<'_>) -> Result<Answer, String> {
     match &v.kind {
         ValueKind::Ident { name: "ok", optional: false } => Ok(Answer::Ok),
         ValueKind::Ident { name: "hang", optional: false } => Ok(Answer::Hang),
-        ValueKind::Ident { name, optional: false } => {
-            match FailureKind::parse(name).filter(|k| ANSWER_KINDS.contains(k)) {
-                Some(kind) => Ok(Answer::Fail { kind, retry_after_ms: None }),
-                None => Err(format!("`{name}` is not an answer")),
-            }
-        }
+        ValueKind::Ident { name, optional: false } => match FailureKind::parse(name).filter(|k| k.is_fake_answer()) {
+            Some(kind) => Ok(Answer::Fail { kind, retry_after_ms: None }),
+            None => Err(format!("`{name}` is not an answer")),
+        },
         ValueKind::Call { name, args } => {
             let kind = FailureKind::parse(name.text)
-                .filter(|k| ANSWER_KINDS.contains(k))
+                .filter(|k| k.is_fake_answer())
                 .ok_or_else(|| format!("`{}` is not an answer", name.text))?;
             if !matches!(kind, FailureKind::Unavailable | FailureKind::RateLimited) {
                 return Err(format!("only `unavailable` and `rate_limited` take a Retry-After, not `{kind}`"));

@@ -1,5 +1,5 @@
-//! Drivers perform an action's call: the fake driver (scripted answers) now, the
-//! HTTP driver later, both behind [`Driver`].
+//! Drivers perform an action's call behind [`Driver`]: the fake driver (scripted
+//! answers) here, the HTTP driver in [`crate::http`].
 
 use crate::clock::BoxFuture;
 use crate::core::{CallFailure, Outcome};
@@ -40,9 +40,11 @@ pub struct FakeScriptError {
     pub problem: String,
 }
 
-/// The answers a fake accepts, for messages.
-const ANSWER_WORDS: &str = "`ok`, `hang`, `unavailable`, `rate_limited`, `not_found`, \
-    `conflict`, `rejected`, `deadline_exceeded`, `outcome_unknown`, `internal_fault`";
+/// The answers a fake accepts, for messages: the same words as a test's `fake`.
+fn answer_words() -> String {
+    let kinds = FailureKind::ALL.into_iter().filter(|k| k.is_fake_answer()).map(FailureKind::as_str);
+    ["ok", "hang"].into_iter().chain(kinds).map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+}
 
 /// Parse testing.md's answers written as one word: `unavailable*5,ok`,
 /// `rate_limited(2m),ok`, `hang`. Spaces are allowed around the parts.
@@ -66,53 +68,44 @@ pub fn parse_answers(script: &str) -> Result<Vec<FakeAnswer>, FakeScriptError> {
             }
             None => (part, 1),
         };
-        let (name, retry_after_ms) = match word.split_once('(') {
+        let (name, retry_after) = match word.split_once('(') {
             Some((name, rest)) => {
                 let inner = rest.strip_suffix(')').ok_or_else(|| err(format!("`{word}` misses its closing `)`")))?;
-                let ms = parse_duration_ms(inner.trim())
-                    .ok_or_else(|| err(format!("`{}` is not a duration such as `30s`, `2m` or `1h`", inner.trim())))?;
-                (name.trim(), Some(ms))
+                (name.trim(), Some(inner.trim()))
             }
             None => (word, None),
         };
-        let answer = match name {
-            "ok" => Answer::Ok,
-            "hang" => Answer::Hang,
-            other => match FailureKind::parse(other) {
-                Some(FailureKind::LeaseExpired) | None => {
-                    return Err(err(format!("`{other}` is not an answer; expected one of {ANSWER_WORDS}")));
-                }
-                Some(kind) => Answer::Fail { kind, retry_after_ms },
-            },
-        };
-        if retry_after_ms.is_some() {
-            let retryable =
-                matches!(answer, Answer::Fail { kind: FailureKind::Unavailable | FailureKind::RateLimited, .. });
-            if !retryable {
-                return Err(err(format!(
-                    "`{name}` cannot take a Retry-After; only `unavailable` and `rate_limited` can"
-                )));
+        let answer = match (name, FailureKind::parse(name).filter(|k| k.is_fake_answer())) {
+            ("ok", _) => Answer::Ok,
+            ("hang", _) => Answer::Hang,
+            (_, Some(kind)) => Answer::Fail { kind, retry_after_ms: None },
+            (other, None) => {
+                return Err(err(format!("`{other}` is not an answer; expected one of {}", answer_words())));
             }
-        }
+        };
+        // The rule of a test's `fake`: only a retryable answer the provider gives
+        // takes a Retry-After, and it is any duration the language accepts.
+        let answer = match (answer, retry_after) {
+            (answer, None) => answer,
+            (Answer::Fail { kind: kind @ (FailureKind::Unavailable | FailureKind::RateLimited), .. }, Some(text)) => {
+                let ms = match jadpo_check::parse_duration(text) {
+                    Ok(ms) if !text.is_empty() => ms,
+                    Ok(_) => {
+                        return Err(err(format!(
+                            "`{kind}()` takes one duration, its Retry-After, such as `{kind}(2m)`"
+                        )));
+                    }
+                    Err(why) => return Err(err(format!("`{text}` is not a duration such as `30s` or `1h30m`: {why}"))),
+                };
+                Answer::Fail { kind, retry_after_ms: Some(ms) }
+            }
+            (_, Some(_)) => {
+                return Err(err(format!("only `unavailable` and `rate_limited` take a Retry-After, not `{name}`")));
+            }
+        };
         answers.push(FakeAnswer { answer, times });
     }
     Ok(answers)
-}
-
-/// `500ms`, `30s`, `2m`, `1h`, `1d` in milliseconds.
-pub fn parse_duration_ms(s: &str) -> Option<u64> {
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n.parse().ok()?;
-    let scale = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return None,
-    };
-    n.checked_mul(scale)
 }
 
 /// The scripted driver: each call through the connection takes the next answer; the
@@ -195,6 +188,20 @@ mod tests {
         assert_eq!(a[0].answer, Answer::Fail { kind: FailureKind::RateLimited, retry_after_ms: Some(120_000) });
         assert_eq!(parse_answers("hang").unwrap()[0].answer, Answer::Hang);
         assert_eq!(parse_answers("outcome_unknown").unwrap()[0].answer, fail(FailureKind::OutcomeUnknown));
+        // Any duration the language accepts, as in a test's `fake`.
+        let a = parse_answers("unavailable(1h30m)").unwrap();
+        assert_eq!(a[0].answer, Answer::Fail { kind: FailureKind::Unavailable, retry_after_ms: Some(5_400_000) });
+    }
+
+    #[test]
+    fn accepts_exactly_the_answers_a_test_accepts() {
+        for kind in FailureKind::ALL {
+            let parsed = parse_answers(kind.as_str());
+            assert_eq!(parsed.is_ok(), kind.is_fake_answer(), "{kind}: {parsed:?}");
+        }
+        let e = parse_answers("deadline_exceeded").unwrap_err().to_string();
+        assert!(e.contains("`deadline_exceeded` is not an answer"), "{e}");
+        assert!(!e.contains("`deadline_exceeded`,"), "listed as an answer: {e}");
     }
 
     #[test]
@@ -207,7 +214,10 @@ mod tests {
             ("ok*x", "repeat count"),
             ("rate_limited(2x)", "not a duration"),
             ("rate_limited(2m", "closing"),
-            ("rejected(1s)", "cannot take a Retry-After"),
+            ("rejected(1s)", "only `unavailable` and `rate_limited` take a Retry-After"),
+            ("ok(1s)", "only `unavailable` and `rate_limited` take a Retry-After"),
+            ("rate_limited()", "takes one duration"),
+            ("rate_limited(30m1h)", "decreasing order"),
             ("lease_expired", "not an answer"),
         ] {
             let e = parse_answers(bad).unwrap_err();

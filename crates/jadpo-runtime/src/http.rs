@@ -87,6 +87,12 @@ pub enum HttpSetupError {
         /// The URL as joined.
         url: String,
     },
+    /// The program has no connection at the index given (a caller's mistake).
+    #[error("the program has no connection #{index}")]
+    NoConnection {
+        /// The index given.
+        index: usize,
+    },
     /// TLS could not be set up.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
@@ -209,7 +215,7 @@ impl HttpDriver {
         env: &dyn Fn(&str) -> Option<OsString>,
     ) -> Result<HttpDriver, HttpSetupError> {
         let Some(c) = program.connections.get(connection) else {
-            return Err(HttpSetupError::BadUrl { action: String::new(), url: format!("connection #{connection}") });
+            return Err(HttpSetupError::NoConnection { index: connection });
         };
         let headers = resolve_headers(c, env)?;
         let base = c.url.trim_end_matches('/');
@@ -242,11 +248,6 @@ impl HttpDriver {
             attempts: c.attempts.max(1),
             in_flight: Arc::new(Semaphore::new(permits)),
         })
-    }
-
-    /// The connection this driver calls through.
-    pub fn connection(&self) -> &str {
-        &self.connection
     }
 
     /// Build one send's request.

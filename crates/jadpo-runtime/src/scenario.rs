@@ -208,11 +208,10 @@ impl Scenario {
             .iter()
             .map(|_| Arc::new(Slot { inner: Mutex::new(Arc::new(NoFake) as Arc<dyn Driver>) }))
             .collect();
-        let drivers = slots.iter().map(|s| Some(s.clone() as Arc<dyn Driver>)).collect();
+        let drivers = slots.iter().map(|s| s.clone() as Arc<dyn Driver>).collect();
         let config = RuntimeConfig { workers: 1, batch: 1, seed: Some(seed), ..RuntimeConfig::default() };
         let runtime =
-            Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), config)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), config);
         runtime.sync_schedules(START_MS)?;
         Ok(Scenario { program, runtime, clock, store, slots, inflight: None, tick_ran_at: None })
     }
@@ -224,7 +223,7 @@ impl Scenario {
 
     /// Advance virtual time by `ms`, running everything that falls due in between
     /// (and exactly at its end) in due order.
-    pub fn wait(&mut self, ms: u64) -> Result<(), StoreError> {
+    pub fn wait(&mut self, ms: u64) -> Result<(), FailureDetail> {
         let end = self.now_ms().saturating_add(crate::core::ms_i64(ms));
         loop {
             if let Some(f) = &self.inflight {
@@ -257,7 +256,9 @@ impl Scenario {
                 let report = self.runtime.claim_due(now, 1)?;
                 self.tick_ran_at = None;
                 if report.changed() == 0 {
-                    return Err(StoreError::Corrupt(format!(
+                    // Nothing else runs meanwhile, so a due delivery the claim
+                    // leaves alone would be found due again forever.
+                    return Err(FailureDetail::Runtime(format!(
                         "a delivery due at {} could not be claimed",
                         format_offset(now - START_MS)
                     )));

@@ -3,9 +3,12 @@
 //! `workers` claim loops take due deliveries in batches (one transaction per
 //! batch), start each attempt as its own task under the subscriber's `timeout:`,
 //! and hand its outcome to one committer that records outcomes in batches (one
-//! transaction per batch, each outcome with its attempt row). The tick, once a
-//! second, runs due schedules. Expired leases are taken back by the claims
-//! themselves (a claim reads ended leases before due deliveries).
+//! transaction per batch, each outcome with its attempt row). A loop takes its
+//! in-flight permits before it claims, so every delivery it claims starts at once
+//! and its run's time limit (counted from the claim) is all its own. The tick,
+//! once a second, sweeps the breakers (alerts, probes woken, releases) and runs
+//! due schedules. Expired leases are taken back by the claims themselves (a claim
+//! reads ended leases before due deliveries).
 //!
 //! Each step is a plain method of [`Runtime`] ([`Runtime::claim_due`],
 //! [`Runtime::prepare_call`], [`Runtime::conclude`], [`Runtime::record_outcomes`],
@@ -26,7 +29,14 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore, mpsc, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+
+/// How often the tick runs.
+const TICK_MS: u64 = jadpo_check::budget::SECOND_MS;
+/// How long running attempts and schedule runs may finish after a stop.
+const STOP_GRACE_MS: u64 = 10 * jadpo_check::budget::SECOND_MS;
+/// How long a loop waits after a store error before it tries again.
+const STORE_ERROR_PAUSE: Duration = Duration::from_secs(1);
 
 /// How the runtime runs.
 #[derive(Debug, Clone)]
@@ -37,7 +47,7 @@ pub struct RuntimeConfig {
     pub batch: usize,
     /// How often an idle loop looks for work other processes added.
     pub poll_ms: u64,
-    /// How long running attempts may finish after a stop.
+    /// How long running attempts and schedule runs may finish after a stop.
     pub stop_grace_ms: u64,
     /// A seed for the random source of waits (a fresh one when `None`).
     pub seed: Option<u64>,
@@ -45,19 +55,8 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { workers: 4, batch: 256, poll_ms: 100, stop_grace_ms: 10_000, seed: None }
+        RuntimeConfig { workers: 4, batch: 256, poll_ms: 100, stop_grace_ms: STOP_GRACE_MS, seed: None }
     }
-}
-
-/// Why the runtime could not start or run.
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// A connection has no driver.
-    #[error("connection `{0}` has no driver")]
-    MissingDriver(String),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 /// What a run did, for the caller and tests.
@@ -65,7 +64,8 @@ pub enum RuntimeError {
 pub struct RunSummary {
     /// Attempts whose outcome was recorded.
     pub recorded: u64,
-    /// Attempts cut off by the stop (they come back after their lease).
+    /// Attempts and schedule runs cut off by the stop (an attempt comes back after
+    /// its lease).
     pub abandoned: u64,
 }
 
@@ -104,23 +104,16 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// A runtime for `program`; `drivers[i]` performs calls through connection `i`,
-    /// and every connection needs one.
+    /// A runtime for `program`; `drivers[i]` performs calls through connection `i`
+    /// (a call through a connection without one ends as a defect, `runtime.no_driver`).
     pub fn new(
         program: Arc<Program>,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
-        drivers: Vec<Option<Arc<dyn Driver>>>,
+        drivers: Vec<Arc<dyn Driver>>,
         logger: Arc<Logger>,
         config: RuntimeConfig,
-    ) -> Result<Runtime, RuntimeError> {
-        let mut ready = Vec::with_capacity(program.connections.len());
-        for (i, c) in program.connections.iter().enumerate() {
-            match drivers.get(i).cloned().flatten() {
-                Some(d) => ready.push(d),
-                None => return Err(RuntimeError::MissingDriver(c.name.clone())),
-            }
-        }
+    ) -> Runtime {
         let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let schedules = program
             .schedules
@@ -131,18 +124,18 @@ impl Runtime {
             Some(seed) => StdRng::seed_from_u64(seed),
             None => StdRng::from_rng(&mut rand::rng()),
         };
-        Ok(Runtime {
+        Runtime {
             program,
             store,
             clock,
-            drivers: ready,
+            drivers,
             subscribers,
             schedules,
             logger,
             wake: Arc::new(Notify::new()),
             rng: Mutex::new(rng),
             config,
-        })
+        }
     }
 
     /// Notified to wake idle claim loops (after an in-process emit).
@@ -150,30 +143,38 @@ impl Runtime {
         self.wake.clone()
     }
 
+    /// A subscriber's run time limit (the default for one this program no longer
+    /// has), from which its leases are made.
+    fn run_timeout_ms(&self, subscriber: &str) -> u64 {
+        self.subscribers
+            .get(subscriber)
+            .map_or(jadpo_check::budget::DEFAULT_RUN_TIMEOUT_MS, |&i| self.program.subscribers[i].timeout_ms)
+    }
+
     /// The core's claim decision for a candidate at `now_ms`.
     fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64) -> ClaimDecision {
+        let timeout = self.run_timeout_ms(&c.subscriber);
         match self.subscribers.get(&c.subscriber) {
-            Some(&i) => {
-                let s = &self.program.subscribers[i];
-                decide_at_claim(&c.record, &s.budget, now_ms, c.handled, s.timeout_ms)
-            }
+            Some(&i) => decide_at_claim(&c.record, &self.program.subscribers[i].budget, now_ms, c.handled, timeout),
             // A delivery of a subscriber this program no longer has: a defect of
             // the deployment, failed so an operator sees it (and can retry it).
-            None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, 30_000) {
-                ClaimDecision::Skip => ClaimDecision::Skip,
-                ClaimDecision::Handled => ClaimDecision::Handled,
-                _ => ClaimDecision::GiveUp {
+            None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, timeout) {
+                decided @ (ClaimDecision::Skip | ClaimDecision::Handled) => decided,
+                ClaimDecision::Run { lease_expired, .. }
+                | ClaimDecision::Hold { lease_expired, .. }
+                | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
                     failure: Failure::new("runtime.unknown_subscriber", FailureKind::InternalFault),
                     because: FailedBecause::Defect,
-                    lease_expired: c.record.state == jadpo_check::program::DeliveryState::Running,
+                    lease_expired,
                 },
             },
         }
     }
 
-    /// Run until `stop` turns true; then stop claiming, let running attempts finish
-    /// for up to the grace period, record their outcomes, and return.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, RuntimeError> {
+    /// Run until `stop` turns true; then stop claiming, let running attempts and
+    /// schedule runs finish for up to the grace period, record their outcomes, and
+    /// return.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, StoreError> {
         let now = self.clock.now_ms();
         let rt = self.clone();
         blocking(move || rt.sync_schedules(now)).await?;
@@ -194,7 +195,7 @@ impl Runtime {
                 hard_rx.clone(),
             )));
         }
-        let tick = tokio::spawn(tick_loop(self.clone(), stop.clone(), hard_rx.clone()));
+        let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
 
         while !*stop.borrow() {
             if stop.changed().await.is_err() {
@@ -205,7 +206,8 @@ impl Runtime {
             let _ = l.await;
         }
         let _ = tick.await;
-        // Let running attempts finish: they hold the in-flight permits.
+        // Let running attempts and schedule runs finish: they hold the in-flight
+        // permits.
         let grace = Duration::from_millis(self.config.stop_grace_ms);
         let all = u32::try_from(capacity).unwrap_or(u32::MAX);
         let finished = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
@@ -285,13 +287,15 @@ impl Runtime {
         }
     }
 
-    /// Record finished attempts in one transaction and log them; returns how many
-    /// were still owned by their attempt and written.
+    /// Record finished attempts in one transaction and log those written; returns
+    /// how many were still owned by their attempt and written (one whose lease
+    /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
         let written = self.store.record(&records)?;
-        let lines: Vec<Line> = done
+        let lines: Vec<Line> = written
             .iter()
+            .filter_map(|&i| done.get(i))
             .map(|d| {
                 let r = &d.recorded;
                 attempt_line(
@@ -306,20 +310,14 @@ impl Runtime {
             })
             .collect();
         self.logger.write(&lines);
-        Ok(written)
+        Ok(lines.len())
     }
 
     /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
     /// releases), logging each alert this process raised, and claim the schedules
     /// due (the caller runs them).
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        let lease_until = |subscriber: &str| {
-            let timeout = self
-                .subscribers
-                .get(subscriber)
-                .map_or(jadpo_check::budget::DEFAULT_RUN_TIMEOUT_MS, |&i| self.program.subscribers[i].timeout_ms);
-            core::lease_until_ms(now_ms, timeout)
-        };
+        let lease_until = |subscriber: &str| core::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
         let sweep = self.store.sweep_breakers(now_ms, &lease_until)?;
         let lines: Vec<Line> = sweep.alerts.iter().map(alert_line).collect();
         self.logger.write(&lines);
@@ -400,8 +398,9 @@ impl Runtime {
         self.conclude(&c, outcome, now)
     }
 
-    /// Run one schedule's run and record it.
-    async fn run_schedule(self: Arc<Self>, name: String, run: u64, started_ms: i64) {
+    /// Run one schedule's run and record it; its run time limit counts from now.
+    async fn run_schedule(self: Arc<Self>, name: String, run: u64) {
+        let started_ms = self.clock.now_ms();
         let outcome = self.call_prepared(self.prepare_schedule(&name, started_ms)).await;
         let now = self.clock.now_ms();
         let rt = self.clone();
@@ -429,6 +428,26 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
+/// Take up to `limit` in-flight permits: wait for one, then take what else is free
+/// now without waiting (`None` once the stop is asked for: the watch only ever
+/// turns to true).
+async fn take_permits(
+    inflight: &Arc<Semaphore>,
+    limit: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<OwnedSemaphorePermit> {
+    let mut permits = tokio::select! {
+        p = inflight.clone().acquire_owned() => p.ok()?,
+        _ = stop.changed() => return None,
+    };
+    let more = inflight.available_permits().min(limit.saturating_sub(1));
+    // Another loop may take some first: then this claim takes fewer.
+    if let Ok(extra) = inflight.clone().try_acquire_many_owned(u32::try_from(more).unwrap_or(u32::MAX)) {
+        permits.merge(extra);
+    }
+    Some(permits)
+}
+
 async fn claim_loop(
     rt: Arc<Runtime>,
     tx: mpsc::Sender<Done>,
@@ -440,24 +459,22 @@ async fn claim_loop(
         if *stop.borrow() {
             return;
         }
-        let free = inflight.available_permits();
-        if free == 0 {
-            tokio::select! {
-                p = inflight.acquire() => drop(p),
-                _ = stop.changed() => {}
-            }
-            continue;
-        }
-        let limit = free.min(rt.config.batch);
+        // The permits come first: a delivery claimed and then kept waiting for one
+        // would spend its run's time limit, counted from the claim, doing nothing.
+        let Some(mut permits) = take_permits(&inflight, rt.config.batch, &mut stop).await else {
+            return;
+        };
+        let limit = permits.num_permits();
         let now = rt.clock.now_ms();
         let r = rt.clone();
         let report = blocking(move || r.claim_due(now, limit)).await;
         let report = match report {
             Ok(report) => report,
             Err(e) => {
+                drop(permits);
                 rt.logger.write(&[error_line(now, &e)]);
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = tokio::time::sleep(STORE_ERROR_PAUSE) => {}
                     _ = stop.changed() => {}
                 }
                 continue;
@@ -465,8 +482,11 @@ async fn claim_loop(
         };
         let changed = report.changed();
         for c in report.run {
-            let Ok(permit) = inflight.clone().acquire_owned().await else {
-                return;
+            // A claim takes at most `limit` deliveries to run, so a permit is left
+            // for each (were one missing, the rest would come back at their
+            // leases' end rather than run over the limit).
+            let Some(permit) = permits.split(1) else {
+                break;
             };
             let (rt2, tx2, mut hard2) = (rt.clone(), tx.clone(), hard.clone());
             tokio::spawn(async move {
@@ -477,6 +497,8 @@ async fn claim_loop(
                 drop(permit);
             });
         }
+        // The permits no claimed delivery needed go back now.
+        drop(permits);
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
             // other processes added, an in-process emit, or the stop.
@@ -503,11 +525,10 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
                 Err(_) => break,
             }
         }
-        let n = batch.len() as u64;
         let r = rt.clone();
         let now = rt.clock.now_ms();
         match blocking(move || r.record_outcomes(&batch)).await {
-            Ok(_) => total += n,
+            Ok(written) => total += written as u64,
             // The deliveries stay `running` and come back when their leases end.
             Err(e) => rt.logger.write(&[error_line(now, &e)]),
         }
@@ -515,7 +536,12 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
     total
 }
 
-async fn tick_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>, hard: watch::Receiver<bool>) {
+async fn tick_loop(
+    rt: Arc<Runtime>,
+    inflight: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+    hard: watch::Receiver<bool>,
+) {
     loop {
         if *stop.borrow() {
             return;
@@ -525,19 +551,29 @@ async fn tick_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>, hard: watc
         match blocking(move || r.tick(now)).await {
             Ok(claimed) => {
                 for c in claimed {
-                    let (rt2, mut hard2) = (rt.clone(), hard.clone());
+                    let (rt2, inflight2, mut hard2) = (rt.clone(), inflight.clone(), hard.clone());
                     tokio::spawn(async move {
+                        // A schedule's run holds a permit like an attempt, so a stop
+                        // waits for it; its time limit counts from when it has one.
+                        let permit = tokio::select! {
+                            p = inflight2.acquire_owned() => p,
+                            _ = hard2.changed() => return,
+                        };
+                        let Ok(permit) = permit else {
+                            return;
+                        };
                         tokio::select! {
-                            _ = rt2.run_schedule(c.name, c.run, c.claimed_at_ms) => {}
+                            _ = rt2.run_schedule(c.name, c.run) => {}
                             _ = hard2.changed() => {}
                         }
+                        drop(permit);
                     });
                 }
             }
             Err(e) => rt.logger.write(&[error_line(now, &e)]),
         }
         tokio::select! {
-            _ = rt.clock.sleep_until(now + 1_000) => {}
+            _ = rt.clock.sleep_until(now.saturating_add(core::ms_i64(TICK_MS))) => {}
             _ = stop.changed() => {}
         }
     }

@@ -148,6 +148,14 @@ fn http_an_unset_env_secret_refuses_the_driver_naming_it() {
     assert!(!e.to_string().contains("break"), "the value is never shown: {e}");
 }
 
+#[test]
+fn http_a_connection_the_program_does_not_have_is_refused_as_such() {
+    let prog = program("http://127.0.0.1:9", "", "", "30s");
+    let e = HttpDriver::new(&prog, 5, HttpClient::new().expect("client"), &no_env).expect_err("refused");
+    assert_eq!(e, HttpSetupError::NoConnection { index: 5 });
+    assert_eq!(e.to_string(), "the program has no connection #5");
+}
+
 #[tokio::test]
 async fn http_2xx_succeeds() {
     assert_eq!(answer_to(Reply::status(200)).await.0, Outcome::Succeeded { http_status: Some(200) });

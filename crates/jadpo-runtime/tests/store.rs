@@ -71,7 +71,7 @@ fn emit_claim_and_record_a_success() {
     assert!(claim(&store, T0 + 5, 10).run.is_empty());
 
     let c = &r.run[0];
-    assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 7)]).unwrap(), 1);
+    assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 7)]).unwrap(), vec![0]);
     let (d, history) = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Succeeded);
     assert_eq!(d.attempts, 1);
@@ -79,7 +79,7 @@ fn emit_claim_and_record_a_success() {
     assert_eq!(history[0].outcome, "succeeded");
     assert_eq!(history[0].duration_ms, 7);
     // Recording the same attempt again changes nothing (it is no longer running).
-    assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 8)]).unwrap(), 0);
+    assert!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 8)]).unwrap().is_empty());
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn a_retryable_failure_is_pending_again_with_its_failure_kept() {
         outcome,
         decision,
     };
-    assert_eq!(store.record(&[rec]).unwrap(), 1);
+    assert_eq!(store.record(&[rec]).unwrap(), vec![0]);
     let (d, h) = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Pending);
     assert_eq!(d.due_at_ms, Some(T0 + 5_000));
@@ -131,9 +131,11 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses() {
     assert_eq!(h[0].attempt, 1);
     assert_eq!(h[0].kind.as_deref(), Some("lease_expired"));
 
-    // The lost worker's late answer is not written: the new claim owns it.
-    assert_eq!(store.record(&[ok_record(first.id, 1, first.claimed_at_ms, lease_end + 1)]).unwrap(), 0);
-    assert_eq!(store.record(&[ok_record(second.id, 2, second.claimed_at_ms, lease_end + 2)]).unwrap(), 1);
+    // The lost worker's late answer is not written: the new claim owns it. Of a
+    // batch holding both, only the new claim's is reported written.
+    let late = ok_record(first.id, 1, first.claimed_at_ms, lease_end + 1);
+    let current = ok_record(second.id, 2, second.claimed_at_ms, lease_end + 2);
+    assert_eq!(store.record(&[late, current]).unwrap(), vec![1]);
     let (d, h) = store.delivery(first.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Succeeded);
     assert_eq!(h.len(), 2);
@@ -224,7 +226,7 @@ fn two_stores_on_one_file_never_claim_one_delivery_twice() {
                     }
                     let recs: Vec<Recorded> =
                         r.run.iter().map(|c| ok_record(c.id, c.attempt, c.claimed_at_ms, T0 + 11)).collect();
-                    assert_eq!(store.record(&recs).unwrap(), recs.len());
+                    assert_eq!(store.record(&recs).unwrap(), (0..recs.len()).collect::<Vec<_>>());
                     seen.lock().unwrap().extend(r.run.iter().map(|c| c.id));
                 }
             })

@@ -291,6 +291,10 @@ fn runtime_run_refuses_a_connection_without_a_driver_and_a_foreign_store() {
     let out = e.jadpoc(&["run", e.prog(), "--db", e.db(), "--fake", "c=maybe"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`maybe` is not an answer"));
+    // A test's `fake` refuses it too: a run's time limit is `hang`'s to reach.
+    let out = e.jadpoc(&["run", e.prog(), "--db", e.db(), "--fake", "c=deadline_exceeded"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`deadline_exceeded` is not an answer"));
 
     let foreign = e.dir.join("notes.txt");
     std::fs::write(&foreign, "not a database, certainly not a jadpo store\n".repeat(100)).expect("write");
@@ -377,6 +381,86 @@ schedule every_second {
     let log = stop(child);
     let runs = log.lines().filter(|l| l.contains("\"schedule.run\"") && l.contains("every_second")).count();
     assert!(runs >= 1, "{log}");
+}
+
+/// A provider that answers every call `200` after `delay`; returns its port.
+fn slow_provider(delay: Duration) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                let _ = conn.read(&mut buf);
+                std::thread::sleep(delay);
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn runtime_a_stop_waits_for_a_running_schedule_run() {
+    let port = slow_provider(Duration::from_secs(3));
+    let e = env(&format!(
+        r#"
+connection slow {{
+    url: "http://127.0.0.1:{port}"
+}}
+
+action sync() {{
+    via: slow
+}}
+
+schedule every_second {{
+    every: 1s
+    run: sync()
+}}
+"#
+    ));
+    // The run starts about 1s in and its answer comes about 4s in; the stop comes
+    // between, and the grace lets the run end and be recorded.
+    let child = e.start(&["c=ok"], &[]);
+    std::thread::sleep(Duration::from_millis(2_500));
+    let log = stop(child);
+    let run = log.lines().find(|l| l.contains("\"schedule.run\"")).unwrap_or_else(|| panic!("no run logged: {log}"));
+    assert!(run.contains("succeeded"), "{run}");
+}
+
+#[test]
+fn runtime_listings_into_a_closed_pipe_exit_0() {
+    let e = env("");
+    for i in 0..3 {
+        e.emit(&format!(r#"{{"id": "p{i}", "cents": 1}}"#));
+    }
+    for args in [
+        vec!["deliveries"],
+        vec!["deliveries", "--format", "json"],
+        vec!["deliveries", "show", "1"],
+        vec!["status"],
+        vec!["status", "--format", "json"],
+        vec!["breakers"],
+    ] {
+        // The reader is gone before jadpoc writes, as with `| head -0`.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let mut full = args.clone();
+        full.extend(["--db", e.db()]);
+        let out = e.cmd(&full).stdout(Stdio::from(writer)).output().expect("run jadpoc");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = e
+        .cmd(&["emit", e.prog(), "Paid", r#"{"id": "p9", "cents": 1}"#, "--db", e.db()])
+        .stdout(Stdio::from(writer))
+        .output()
+        .expect("run jadpoc");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(e.deliveries().len(), 4, "the event is stored all the same");
 }
 
 /// Emit 20,000 events, run, SIGKILL mid-way, run again: every delivery ends

@@ -143,6 +143,18 @@ fn seeds_find_an_expectation_that_holds_only_by_luck() {
 }
 
 #[test]
+fn seeds_near_the_top_wrap_and_every_one_runs() {
+    // Three seeds from `u64::MAX - 1` are that, `u64::MAX` and 0; none is skipped,
+    // so a test failing under all of them cannot pass for want of seeds.
+    let path = "tests/scenarios_failing/wrong_expectation.jadpo";
+    let out = jadpoc_test(&[path, "--filter", "four attempts", "--seed", "18446744073709551614", "--seeds", "3"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("failed under 3 of 3 seeds: 18446744073709551614, 18446744073709551615, 0\n"), "{text}");
+    assert!(text.ends_with("0 passed, 1 failed\n"), "{text}");
+}
+
+#[test]
 fn filter_runs_only_the_tests_whose_name_contains_it() {
     let out = jadpoc_test(&["tests/scenarios/", "--filter", "Retry-After"]);
     assert_eq!(out.status.code(), Some(0));

@@ -62,7 +62,7 @@ pub enum Signal {
     Unavailable,
     /// The provider answered at all (a success, a refusal, a rejected credential).
     Answered,
-    /// Says nothing of the provider (a defect of our own).
+    /// Says nothing of the provider (a defect of our own, a lost worker).
     Neutral,
 }
 
@@ -76,6 +76,9 @@ pub fn signal(outcome: &Outcome) -> Signal {
             | FailureKind::DeadlineExceeded
             | FailureKind::OutcomeUnknown => Signal::Unavailable,
             FailureKind::NotFound | FailureKind::Conflict | FailureKind::Rejected => Signal::Answered,
+            // A status means the provider answered, however oddly (a failure body
+            // naming an unknown kind): the provider is up.
+            FailureKind::InternalFault if f.http_status.is_some() => Signal::Answered,
             FailureKind::InternalFault | FailureKind::LeaseExpired => Signal::Neutral,
         },
     }
@@ -128,13 +131,13 @@ pub fn decide_at_claim(
     delivery: i64,
     now_ms: i64,
 ) -> (ClaimDecision, Option<BreakerRow>) {
-    let ClaimDecision::Run { lease_until_ms, lease_expired, .. } = decision else {
+    let ClaimDecision::Run { lease_until_ms, .. } = decision else {
         return (decision, None);
     };
     match at_claim(row, delivery, now_ms, lease_until_ms) {
         (_, AtClaim::Run) => (decision, None),
         (next, AtClaim::Probe) => (decision, Some(next)),
-        (_, AtClaim::Hold) => (ClaimDecision::Hold { lease_expired }, None),
+        (_, AtClaim::Hold) => (decision.held(), None),
     }
 }
 
@@ -257,12 +260,6 @@ pub fn alert_raised(row: &BreakerRow) -> BreakerRow {
     BreakerRow { alerted: true, alerts: row.alerts.saturating_add(1), ..row.clone() }
 }
 
-/// The time held to add to a delivery's record when it is released at `now_ms`
-/// after being held since `held_since_ms`: held time moves its window on.
-pub fn held_for_ms(held_since_ms: i64, now_ms: i64) -> i64 {
-    (now_ms - held_since_ms).max(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +310,35 @@ mod tests {
         }
         assert_eq!(signal(&Outcome::ok()), Signal::Answered);
         assert_eq!(signal(&Outcome::fail(FailureKind::InternalFault, "x")), Signal::Neutral);
+    }
+
+    #[test]
+    fn an_internal_fault_the_provider_answered_ends_the_run() {
+        let answered = Outcome::Failed(crate::core::CallFailure {
+            kind: FailureKind::InternalFault,
+            code: "provider.weird".into(),
+            http_status: Some(400),
+            retry_after_ms: None,
+        });
+        assert_eq!(signal(&answered), Signal::Answered);
+        let mut row = BreakerRow::default();
+        for _ in 0..4 {
+            row = after_attempt(&row, 1, &unavailable(), T0).0;
+        }
+        row = after_attempt(&row, 1, &answered, T0).0;
+        assert_eq!(row.failures_in_a_row, 0);
+        // A runtime-side fault says nothing: the run goes on and the fifth opens it.
+        let mut row = BreakerRow::default();
+        for _ in 0..4 {
+            row = after_attempt(&row, 1, &unavailable(), T0).0;
+        }
+        row = after_attempt(&row, 1, &Outcome::fail(FailureKind::InternalFault, "runtime.bad_payload"), T0).0;
+        assert_eq!(row.failures_in_a_row, 4);
+        assert_eq!(after_attempt(&row, 1, &unavailable(), T0).1, AfterAttempt::Opened);
+        // A probe answered with one closes the breaker.
+        let open = open_after_five(T0);
+        let (probing, _) = at_claim(&open, 9, T0 + 60_000, T0 + 120_000);
+        assert_eq!(after_attempt(&probing, 9, &answered, T0 + 60_001).1, AfterAttempt::Closed);
     }
 
     #[test]
@@ -401,23 +427,18 @@ mod tests {
     #[test]
     fn a_claim_is_held_while_open_and_keeps_its_attempt() {
         let row = open_after_five(T0);
-        let run = ClaimDecision::Run { attempt: 3, lease_until_ms: T0 + 60_000, lease_expired: false };
-        assert_eq!(decide_at_claim(run.clone(), &row, 9, T0 + 1), (ClaimDecision::Hold { lease_expired: false }, None));
+        let last = Some(crate::core::Failure::new("http.503", FailureKind::Unavailable));
+        let run =
+            ClaimDecision::Run { attempt: 3, lease_until_ms: T0 + 60_000, lease_expired: false, failure: last.clone() };
+        assert_eq!(
+            decide_at_claim(run.clone(), &row, 9, T0 + 1),
+            (ClaimDecision::Hold { lease_expired: false, failure: last }, None)
+        );
         let (d, next) = decide_at_claim(run.clone(), &row, 9, T0 + 60_000);
         assert_eq!(d, run);
         assert_eq!(next.map(|r| (r.state, r.probe)), Some((BreakerState::Probing, Some(9))));
         assert_eq!(decide_at_claim(run.clone(), &BreakerRow::default(), 9, T0), (run, None));
         // Ended at the claim: the breaker has no say.
         assert_eq!(decide_at_claim(ClaimDecision::Handled, &row, 9, T0), (ClaimDecision::Handled, None));
-    }
-
-    #[test]
-    fn time_held_moves_the_window_on() {
-        use crate::core::Record;
-        let budget = jadpo_check::program::Budget { within_ms: 60_000, ..Default::default() };
-        let mut r = Record::new(T0);
-        r.held_ms += held_for_ms(T0 + 10_000, T0 + 10_000 + 5 * MINUTE_MS as i64);
-        assert_eq!(r.window_end_ms(&budget), T0 + 60_000 + 5 * MINUTE_MS as i64);
-        assert_eq!(held_for_ms(T0 + 5, T0), 0);
     }
 }

@@ -223,14 +223,9 @@ impl Decision {
     }
 }
 
-/// The ceiling of the wait after failed attempt `n`, from the shared budget formulas.
-pub fn wait_ceiling_ms(n: u32) -> u64 {
-    budget::wait_ceiling_ms(n)
-}
-
 /// Draw the wait after failed attempt `n`: evenly from [0, c(n)], never under 1s.
 pub fn draw_wait_ms<R: Rng + ?Sized>(n: u32, rng: &mut R) -> u64 {
-    let ceiling = wait_ceiling_ms(n);
+    let ceiling = budget::wait_ceiling_ms(n);
     rng.random_range(0..=ceiling).max(budget::MIN_WAIT_MS)
 }
 
@@ -291,13 +286,18 @@ pub enum ClaimDecision {
         /// The previous worker's lease had ended: record `lease_expired` for the
         /// attempt it had counted.
         lease_expired: bool,
+        /// The failure kept on the record meanwhile: `lease_expired` then, else
+        /// the last attempt's.
+        failure: Option<Failure>,
     },
     /// Held by its connection's open breaker: `held`, not due, the claim's attempt
-    /// given back (set by [`breaker::decide_at_claim`], never by the budget).
+    /// given back (set by [`ClaimDecision::held`], never by the budget).
     Hold {
         /// The previous worker's lease had ended (its attempt is recorded as
         /// `lease_expired`).
         lease_expired: bool,
+        /// The failure kept on the record, as for [`ClaimDecision::Run`].
+        failure: Option<Failure>,
     },
     /// Given up at the claim, without running; not counted as an attempt.
     GiveUp {
@@ -310,6 +310,17 @@ pub enum ClaimDecision {
         /// `lease_expired`).
         lease_expired: bool,
     },
+}
+
+impl ClaimDecision {
+    /// A delivery the budget would run, held instead by its connection's breaker;
+    /// any other decision is left as it is.
+    pub fn held(self) -> ClaimDecision {
+        match self {
+            ClaimDecision::Run { lease_expired, failure, .. } => ClaimDecision::Hold { lease_expired, failure },
+            other => other,
+        }
+    }
 }
 
 /// Decide what a claim at `now_ms` does with a delivery.
@@ -357,6 +368,7 @@ pub fn decide_at_claim(
         attempt: record.attempts + 1,
         lease_until_ms: lease_until_ms(now_ms, run_timeout_ms),
         lease_expired,
+        failure: last,
     }
 }
 

@@ -159,7 +159,7 @@ fn waits_stay_within_their_ceiling() {
     for n in 1..=12 {
         for _ in 0..200 {
             let w = draw_wait_ms(n, &mut rng);
-            assert!(w >= SECOND_MS && w <= wait_ceiling_ms(n), "n={n} w={w}");
+            assert!(w >= SECOND_MS && w <= budget::wait_ceiling_ms(n), "n={n} w={w}");
         }
     }
 }
@@ -231,7 +231,11 @@ fn pending(attempts: u32, due: i64, last: Option<Failure>) -> Record {
 #[test]
 fn a_due_claim_runs_and_counts_the_attempt_with_a_lease() {
     let d = decide_at_claim(&pending(0, T0, None), &default_budget(), T0, false, 30_000);
-    assert_eq!(d, ClaimDecision::Run { attempt: 1, lease_until_ms: T0 + 60_000, lease_expired: false });
+    assert_eq!(d, ClaimDecision::Run { attempt: 1, lease_until_ms: T0 + 60_000, lease_expired: false, failure: None });
+    // A retry's claim keeps the last attempt's failure on the record meanwhile.
+    let last = Failure::new("http.503", FailureKind::Unavailable);
+    let d = decide_at_claim(&pending(1, T0, Some(last.clone())), &default_budget(), T0, false, 30_000);
+    assert!(matches!(d, ClaimDecision::Run { attempt: 2, failure: Some(f), .. } if f == last));
 }
 
 #[test]
@@ -290,7 +294,15 @@ fn an_expired_lease_is_reclaimed_as_lease_expired() {
     r.lease_until_ms = Some(T0 + 60_000);
     assert_eq!(decide_at_claim(&r, &b, T0 + 59_999, false, 30_000), ClaimDecision::Skip);
     let d = decide_at_claim(&r, &b, T0 + 60_000, false, 30_000);
-    assert_eq!(d, ClaimDecision::Run { attempt: 2, lease_until_ms: T0 + 120_000, lease_expired: true });
+    assert_eq!(
+        d,
+        ClaimDecision::Run {
+            attempt: 2,
+            lease_until_ms: T0 + 120_000,
+            lease_expired: true,
+            failure: Some(Failure::lease_expired())
+        }
+    );
 }
 
 #[test]

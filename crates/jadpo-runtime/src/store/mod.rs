@@ -296,8 +296,6 @@ pub struct ClaimedSchedule {
     pub name: String,
     /// The run's number.
     pub run: u64,
-    /// When the claim was made.
-    pub claimed_at_ms: i64,
 }
 
 /// The store's operations; each call is one transaction.
@@ -320,9 +318,10 @@ pub trait Store: Send + Sync {
     /// Record attempts' outcomes and decisions in one transaction, each with its
     /// attempt row (and a handled record on success), and count each outcome for
     /// its connection's breaker (the core's [`crate::core::breaker::after_attempt`]);
-    /// a breaker that closes releases its held deliveries, due at once. Returns how
-    /// many were still owned by their attempt and written.
-    fn record(&self, outcomes: &[Recorded]) -> Result<usize, StoreError>;
+    /// a breaker that closes releases its held deliveries, due at once. Returns the
+    /// indices, in `outcomes`, of those still owned by their attempt and written (an
+    /// outcome whose lease another claim took is skipped).
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError>;
 
     /// The earliest time a delivery becomes claimable, if any is waiting.
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError>;

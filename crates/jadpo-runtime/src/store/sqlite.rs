@@ -143,11 +143,6 @@ impl SqliteStore {
         Ok(store)
     }
 
-    /// The file this store is in.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves no half-done transaction behind
         // (it rolls back on drop), so the connection is still usable.
@@ -340,7 +335,7 @@ fn insert_lease_expired_attempt(tx: &rusqlite::Transaction<'_>, row: &ClaimRow, 
 
 /// A connection's breaker row, if it has one.
 fn read_breaker(tx: &rusqlite::Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
-    let sql = format!("SELECT {BREAKER_COLUMNS}, 0 FROM jadpo_circuit_breakers WHERE connection = ?1");
+    let sql = format!("{BREAKER_ALONE} WHERE connection = ?1");
     let raw = tx.prepare_cached(&sql)?.query_row([connection], raw_breaker).optional()?;
     Ok(match raw {
         Some(raw) => Some(breaker_of(raw)?.row),
@@ -408,21 +403,26 @@ fn write_breaker(
     Ok(n == 1)
 }
 
-/// Release the connection's held deliveries (or only `one`), due at `now_ms`; the
-/// time each was held moves its window on (the core's `held_for_ms`, in SQL).
+/// Release held deliveries at `?1` (now): pending, due at once, and the time each
+/// was held added to `held_ms`, which moves its window on. The one place the
+/// held-time rule is written; the `WHERE` says which deliveries.
+const RELEASE_HELD: &str = "UPDATE jadpo_deliveries SET state = 'pending', due_at = ?1, \
+     held_ms = held_ms + MAX(0, ?1 - held_since), held_since = NULL, held_connection = NULL";
+
+/// Held deliveries whose connection has no breaker that is not closed: a release
+/// racing a hold can leave these behind, and the tick's sweep releases them.
+const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+     jadpo_circuit_breakers b WHERE b.connection = held_connection AND b.state <> 'closed')";
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
 fn release_held(
     tx: &rusqlite::Transaction<'_>,
     connection: &str,
     one: Option<i64>,
     now_ms: i64,
 ) -> Result<usize, StoreError> {
-    Ok(tx
-        .prepare_cached(
-            "UPDATE jadpo_deliveries SET state = 'pending', due_at = ?2, \
-             held_ms = held_ms + MAX(0, ?2 - held_since), held_since = NULL, held_connection = NULL \
-             WHERE state = 'held' AND held_connection = ?1 AND (?3 IS NULL OR id = ?3)",
-        )?
-        .execute(params![connection, now_ms, one])?)
+    let sql = format!("{RELEASE_HELD} WHERE state = 'held' AND held_connection = ?2 AND (?3 IS NULL OR id = ?3)");
+    Ok(tx.prepare_cached(&sql)?.execute(params![now_ms, connection, one])?)
 }
 
 fn claim_tx(
@@ -457,19 +457,18 @@ fn claim_tx(
             // since it was read, the delivery is held instead.
             if write_breaker(&tx, &c.connection, current.as_ref(), &next, now_ms)? {
                 breakers.insert(c.connection.clone(), Some(next));
-            } else if let ClaimDecision::Run { lease_expired, .. } = decision {
-                decision = ClaimDecision::Hold { lease_expired };
+            } else {
+                decision = decision.held();
             }
         }
         let old_state = c.record.state.as_str();
         let old_attempts = c.record.attempts;
         match &decision {
             ClaimDecision::Skip => continue,
-            ClaimDecision::Hold { lease_expired } => {
+            ClaimDecision::Hold { lease_expired, failure } => {
                 if *lease_expired {
                     insert_lease_expired_attempt(&tx, &row, now_ms)?;
                 }
-                let last = if *lease_expired { Some(Failure::lease_expired()) } else { c.record.last_failure.clone() };
                 // Not due and no attempt counted: the claim's attempt is given back.
                 let n = tx
                     .prepare_cached(
@@ -483,8 +482,8 @@ fn claim_tx(
                         old_attempts,
                         now_ms,
                         c.connection,
-                        last.as_ref().map(|f| f.code.as_str()),
-                        last.as_ref().map(|f| f.kind.as_str()),
+                        failure.as_ref().map(|f| f.code.as_str()),
+                        failure.as_ref().map(|f| f.kind.as_str()),
                     ])?;
                 if n == 1 {
                     report.held.push((c.id, c.connection.clone()));
@@ -501,11 +500,10 @@ fn claim_tx(
                     report.ended.push((c.id, c.subscriber.clone(), decision));
                 }
             }
-            ClaimDecision::Run { attempt, lease_until_ms, lease_expired } => {
+            ClaimDecision::Run { attempt, lease_until_ms, lease_expired, failure } => {
                 if *lease_expired {
                     insert_lease_expired_attempt(&tx, &row, now_ms)?;
                 }
-                let last = if *lease_expired { Some(Failure::lease_expired()) } else { c.record.last_failure.clone() };
                 let n = tx
                     .prepare_cached(
                         "UPDATE jadpo_deliveries SET state = 'running', attempts = ?4, \
@@ -519,8 +517,8 @@ fn claim_tx(
                         attempt,
                         lease_until_ms,
                         now_ms,
-                        last.as_ref().map(|f| f.code.as_str()),
-                        last.as_ref().map(|f| f.kind.as_str()),
+                        failure.as_ref().map(|f| f.code.as_str()),
+                        failure.as_ref().map(|f| f.kind.as_str()),
                     ])?;
                 if n == 1 {
                     let record = Record {
@@ -530,7 +528,7 @@ fn claim_tx(
                         lease_until_ms: Some(*lease_until_ms),
                         budget_start_ms: c.record.budget_start_ms,
                         held_ms: c.record.held_ms,
-                        last_failure: last,
+                        last_failure: failure.clone(),
                     };
                     report.run.push(Claimed {
                         id: c.id,
@@ -566,10 +564,9 @@ fn claim_tx(
     Ok(report)
 }
 
-fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, StoreError> {
+fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut written = 0;
-    let mut outcomes_written = Vec::with_capacity(outcomes.len());
+    let mut written = Vec::with_capacity(outcomes.len());
     {
         let mut update = tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = ?3, due_at = ?4, lease_until = NULL, \
@@ -583,7 +580,7 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, Stor
         )?;
         let mut handled =
             tx.prepare_cached("INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)")?;
-        for r in outcomes {
+        for (i, r) in outcomes.iter().enumerate() {
             let failure = r.decision.failure();
             let n = update.execute(params![
                 r.id,
@@ -598,7 +595,7 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, Stor
                 // Its lease ended and another claim took it: that claim owns it now.
                 continue;
             }
-            written += 1;
+            written.push(i);
             let (word, code, kind) = match &r.outcome {
                 Outcome::Succeeded { .. } => ("succeeded", None, None),
                 Outcome::Failed(f) => ("failed", Some(f.code.as_str()), Some(f.kind.as_str())),
@@ -616,12 +613,11 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<usize, Stor
             if matches!(r.decision, core::Decision::Succeeded) {
                 handled.execute(params![r.id, r.ended_at_ms])?;
             }
-            outcomes_written.push(r);
         }
     }
     // Count each written outcome for its connection's breaker, in order.
     let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
-    for r in outcomes_written {
+    for r in written.iter().map(|&i| &outcomes[i]) {
         let current = match breakers.get(r.connection.as_str()) {
             Some(row) => row.clone(),
             None => read_breaker(&tx, &r.connection)?,
@@ -684,9 +680,26 @@ fn raw_view(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawView> {
     ))
 }
 
-/// The columns of a breaker's row, in the order [`breaker_of`] reads them.
-const BREAKER_COLUMNS: &str =
-    "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until";
+/// The columns of a breaker's row, in the order [`breaker_of`] reads them (a
+/// macro so that the queries below can be `concat!`ed as constants).
+macro_rules! breaker_columns {
+    () => {
+        "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
+         probe_lease_until"
+    };
+}
+
+/// A breaker's row with no held count (a claim reads it per connection, and the
+/// count would cost a walk of the held deliveries).
+const BREAKER_ALONE: &str = concat!("SELECT ", breaker_columns!(), ", 0 FROM jadpo_circuit_breakers");
+
+/// Every breaker's row with the count of deliveries held for it; a `WHERE` may follow.
+const BREAKERS_WITH_HELD: &str = concat!(
+    "SELECT ",
+    breaker_columns!(),
+    ", (SELECT count(*) FROM jadpo_deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection) \
+     FROM jadpo_circuit_breakers b"
+);
 
 /// A breaker's columns, then the count of deliveries held for it.
 type RawBreaker = (String, String, i64, Option<i64>, i64, i64, Option<i64>, Option<i64>, Option<i64>, i64);
@@ -751,9 +764,9 @@ impl Store for SqliteStore {
         self.with_retry(|conn| claim_tx(conn, now_ms, limit, decide))
     }
 
-    fn record(&self, outcomes: &[Recorded]) -> Result<usize, StoreError> {
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
         if outcomes.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         self.with_retry(|conn| record_tx(conn, outcomes))
     }
@@ -944,11 +957,7 @@ impl Store for SqliteStore {
                     params![s.name, due_at, next, now_ms],
                 )?;
                 if n == 1 {
-                    claimed.push(ClaimedSchedule {
-                        name: s.name.clone(),
-                        run: u64::try_from(runs + 1).unwrap_or(0),
-                        claimed_at_ms: now_ms,
-                    });
+                    claimed.push(ClaimedSchedule { name: s.name.clone(), run: u64::try_from(runs + 1).unwrap_or(0) });
                 }
             }
             tx.commit()?;
@@ -973,12 +982,7 @@ impl Store for SqliteStore {
 
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
         self.with_retry(|conn| {
-            let sql = format!(
-                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
-                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
-                 FROM jadpo_circuit_breakers b ORDER BY connection"
-            );
-            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut stmt = conn.prepare_cached(&format!("{BREAKERS_WITH_HELD} ORDER BY connection"))?;
             let raw: Vec<RawBreaker> = stmt.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
             raw.into_iter().map(breaker_of).collect()
         })
@@ -987,21 +991,11 @@ impl Store for SqliteStore {
     fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
         self.with_retry(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // A release racing a hold can leave deliveries held by a closed breaker.
             let released = tx
-                .prepare_cached(
-                    "UPDATE jadpo_deliveries SET state = 'pending', due_at = ?1, \
-                     held_ms = held_ms + MAX(0, ?1 - held_since), held_since = NULL, held_connection = NULL \
-                     WHERE state = 'held' AND NOT EXISTS (SELECT 1 FROM jadpo_circuit_breakers b \
-                     WHERE b.connection = held_connection AND b.state <> 'closed')",
-                )?
+                .prepare_cached(&format!("{RELEASE_HELD} WHERE {HELD_WITHOUT_OPEN_BREAKER}"))?
                 .execute([now_ms])? as u64;
             let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
-            let sql = format!(
-                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
-                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
-                 FROM jadpo_circuit_breakers b WHERE state <> 'closed' ORDER BY connection"
-            );
+            let sql = format!("{BREAKERS_WITH_HELD} WHERE state <> 'closed' ORDER BY connection");
             let raw: Vec<RawBreaker> =
                 tx.prepare_cached(&sql)?.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
             for view in raw.into_iter().map(breaker_of) {
@@ -1044,18 +1038,12 @@ impl Store for SqliteStore {
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| {
             let orphans: bool = conn
-                .prepare_cached(
-                    "SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE state = 'held' AND NOT EXISTS \
-                     (SELECT 1 FROM jadpo_circuit_breakers b WHERE b.connection = held_connection \
-                     AND b.state <> 'closed'))",
-                )?
+                .prepare_cached(&format!(
+                    "SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER})"
+                ))?
                 .query_row([], |r| r.get(0))?;
             let mut next = orphans.then_some(now_ms);
-            let sql = format!(
-                "SELECT {BREAKER_COLUMNS}, (SELECT count(*) FROM jadpo_deliveries d \
-                 WHERE d.state = 'held' AND d.held_connection = b.connection) \
-                 FROM jadpo_circuit_breakers b WHERE state <> 'closed'"
-            );
+            let sql = format!("{BREAKERS_WITH_HELD} WHERE state <> 'closed'");
             let raw: Vec<RawBreaker> =
                 conn.prepare_cached(&sql)?.query_map([], raw_breaker)?.collect::<Result<_, _>>()?;
             for view in raw.into_iter().map(breaker_of) {

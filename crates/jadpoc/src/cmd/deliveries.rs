@@ -49,7 +49,7 @@ pub enum Format {
 }
 
 fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()));
+    crate::print_stdout(&format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())));
 }
 
 pub fn run(args: DeliveriesArgs) -> ExitCode {
@@ -79,12 +79,15 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             match args.format {
                 Format::Json => print_json(&serde_json::Value::Array(list.iter().map(views::delivery_json).collect())),
                 Format::Text => {
+                    let mut out = String::new();
                     if list.is_empty() {
-                        println!("no deliveries");
+                        out.push_str("no deliveries\n");
                     }
                     for d in &list {
-                        println!("{}", views::delivery_line(d));
+                        out.push_str(&views::delivery_line(d));
+                        out.push('\n');
                     }
+                    crate::print_stdout(&out);
                 }
             }
             ExitCode::SUCCESS
@@ -93,7 +96,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             Ok(Some((d, history))) => {
                 match args.format {
                     Format::Json => print_json(&views::delivery_with_history_json(&d, &history)),
-                    Format::Text => print!("{}", views::delivery_text(&d, &history)),
+                    Format::Text => crate::print_stdout(&views::delivery_text(&d, &history)),
                 }
                 ExitCode::SUCCESS
             }
@@ -127,7 +130,9 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                 };
                 match args.format {
                     Format::Json => out.push(serde_json::json!({"id": id, "result": word})),
-                    Format::Text if note.is_empty() => println!("delivery {id}: retried with a fresh budget"),
+                    Format::Text if note.is_empty() => {
+                        crate::print_stdout(&format!("delivery {id}: retried with a fresh budget\n"))
+                    }
                     Format::Text => eprintln!("jadpoc: {note}"),
                 }
             }

@@ -68,9 +68,8 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
     };
     match store.emit(&[new], SystemClock.now_ms()) {
         Ok(ids) => {
-            for id in ids {
-                println!("{id}");
-            }
+            let out: String = ids.iter().map(|id| format!("{id}\n")).collect();
+            crate::print_stdout(&out);
             ExitCode::SUCCESS
         }
         Err(e) => {

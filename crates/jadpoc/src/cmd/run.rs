@@ -73,8 +73,8 @@ pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
 
 /// The drivers for each connection: the fake driver where a `--fake` flag names it,
 /// the HTTP driver (one shared client, `env("NAME")` headers read now) elsewhere.
-fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Option<Arc<dyn Driver>>>, String> {
-    let mut drivers: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
+fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Arc<dyn Driver>>, String> {
+    let mut faked: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
     for flag in fakes {
         let Some((name, script)) = flag.split_once('=') else {
             return Err(format!("`--fake {flag}` must be CONNECTION=ANSWERS"));
@@ -88,18 +88,25 @@ fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Option<Arc<dyn Dri
             ));
         };
         let answers = parse_answers(script).map_err(|e| e.to_string())?;
-        drivers[i] = Some(Arc::new(FakeDriver::new(answers)));
+        faked[i] = Some(Arc::new(FakeDriver::new(answers)));
     }
-    if drivers.iter().all(Option::is_some) {
-        return Ok(drivers);
-    }
-    let client = HttpClient::new().map_err(|e| e.to_string())?;
+    // Made only when a connection calls out, so a run faking every connection
+    // needs no TLS roots.
+    let mut client: Option<HttpClient> = None;
     let env = |name: &str| std::env::var_os(name);
-    for (i, slot) in drivers.iter_mut().enumerate() {
-        if slot.is_none() {
-            let driver = HttpDriver::new(program, i, client.clone(), &env).map_err(|e| e.to_string())?;
-            *slot = Some(Arc::new(driver));
-        }
+    let mut drivers = Vec::with_capacity(faked.len());
+    for (i, fake) in faked.into_iter().enumerate() {
+        let driver: Arc<dyn Driver> = match fake {
+            Some(fake) => fake,
+            None => {
+                let client = match &client {
+                    Some(c) => c.clone(),
+                    None => client.insert(HttpClient::new().map_err(|e| e.to_string())?).clone(),
+                };
+                Arc::new(HttpDriver::new(program, i, client, &env).map_err(|e| e.to_string())?)
+            }
+        };
+        drivers.push(driver);
     }
     Ok(drivers)
 }
@@ -144,13 +151,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         batch: args.batch.clamp(1, 4096),
         ..RuntimeConfig::default()
     };
-    let runtime = match Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config) {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            eprintln!("jadpoc: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {
@@ -198,9 +199,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             Ok(summary) => {
                 if summary.abandoned > 0 {
                     eprintln!(
-                        "jadpoc: stopped; {} attempt{} still running come back when their leases end",
+                        "jadpoc: stopped; {} call{} still running {} cut off (an attempt comes back when its \
+                         lease ends)",
                         summary.abandoned,
-                        if summary.abandoned == 1 { "" } else { "s" }
+                        if summary.abandoned == 1 { "" } else { "s" },
+                        if summary.abandoned == 1 { "was" } else { "were" }
                     );
                 } else {
                     eprintln!("jadpoc: stopped");

@@ -28,9 +28,10 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(s) => {
             match args.format {
                 Format::Json => {
-                    println!("{}", serde_json::to_string_pretty(&views::status_json(&s)).unwrap_or_default())
+                    let json = serde_json::to_string_pretty(&views::status_json(&s)).unwrap_or_default();
+                    crate::print_stdout(&format!("{json}\n"));
                 }
-                Format::Text => print!("{}", views::status_text(&s)),
+                Format::Text => crate::print_stdout(&views::status_text(&s)),
             }
             ExitCode::SUCCESS
         }

@@ -37,7 +37,9 @@ fn run_seeds(
     args: &TestArgs,
 ) -> Vec<(u64, TestFailure)> {
     let mut failed = Vec::new();
-    for seed in args.seed..args.seed.saturating_add(args.seeds) {
+    // Counted from `--seed`, wrapping past `u64::MAX`, so every test runs under
+    // exactly `--seeds` seeds wherever they start.
+    for seed in (0..args.seeds).map(|i| args.seed.wrapping_add(i)) {
         if let Err(f) = run_test(program, test, seed) {
             failed.push((seed, f));
         }
