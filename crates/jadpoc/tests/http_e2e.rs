@@ -7,10 +7,11 @@ mod http_server;
 use http_server::{Provider, Reply, refused_url};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-const JADPOC: &str = env!("CARGO_BIN_EXE_jadpoc");
+mod common;
+
+use common::{Env, state};
 
 /// One event `Paid`, connection `c` at `url` with `conn` added, action `record` with
 /// `action` added, subscriber `rec`.
@@ -43,124 +44,32 @@ subscriber rec {{
     path
 }
 
-struct Env {
-    _dir: tempfile::TempDir,
-    dir: PathBuf,
-    program: PathBuf,
-    db: PathBuf,
-}
-
 fn env(url: &str, conn: &str, action: &str) -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().to_path_buf();
-    let program = write_program(&path, url, conn, action);
-    Env { db: path.join("outbox.db"), dir: path, program, _dir: dir }
+    Env::new("outbox.db", |dir| write_program(dir, url, conn, action))
 }
 
+/// What these tests add to the shared harness.
 impl Env {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(JADPOC);
-        c.current_dir(&self.dir).args(args).env_remove("LEDGER_TOKEN");
-        c
-    }
-
-    fn jadpoc(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("run jadpoc")
-    }
-
-    fn s(p: &Path) -> &str {
-        p.to_str().expect("utf-8 path")
-    }
-
     fn emit(&self, n: usize) {
         let lines: String = (0..n).map(|i| format!("{{\"id\": \"p{i}\", \"cents\": {i}}}\n")).collect();
         let file = self.dir.join("events.ndjson");
         std::fs::write(&file, lines).expect("write events");
         let out = self.jadpoc(&[
             "emit",
-            Self::s(&self.program),
+            self.prog(),
             "Paid",
             "--ndjson",
-            Self::s(&file),
+            file.to_str().expect("utf-8 path"),
             "--db",
-            Self::s(&self.db),
+            self.db(),
         ]);
         assert!(out.status.success(), "emit failed: {}", String::from_utf8_lossy(&out.stderr));
     }
 
-    fn deliveries(&self) -> Vec<Value> {
-        let out = self.jadpoc(&["deliveries", "--format", "json", "--db", Self::s(&self.db)]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice::<Value>(&out.stdout).expect("json").as_array().cloned().expect("an array")
-    }
-
     fn history(&self, d: &Value) -> Vec<Value> {
         let id = d["id"].as_i64().expect("id").to_string();
-        let out = self.jadpoc(&["deliveries", "show", &id, "--format", "json", "--db", Self::s(&self.db)]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-        v["history"].as_array().cloned().expect("history")
+        self.json(&["deliveries", "show", &id])["history"].as_array().cloned().expect("history")
     }
-
-    fn start(&self, extra: &[&str], vars: &[(&str, &str)]) -> Running {
-        let mut args = vec!["run", Self::s(&self.program), "--db", Self::s(&self.db), "--log-format", "json"];
-        args.extend_from_slice(extra);
-        let log = self.dir.join("run.log");
-        let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = self.cmd(&args);
-        cmd.envs(vars.iter().copied());
-        let child = cmd.stdout(Stdio::null()).stderr(Stdio::from(file)).spawn().expect("start jadpoc run");
-        Running { child, log }
-    }
-
-    /// Run until `done` holds for the deliveries (or 30s pass), stop, return them and the log.
-    fn run_until(
-        &self,
-        extra: &[&str],
-        vars: &[(&str, &str)],
-        done: impl Fn(&[Value]) -> bool,
-    ) -> (Vec<Value>, String) {
-        let run = self.start(extra, vars);
-        let start = Instant::now();
-        let mut list = self.deliveries();
-        while !done(&list) && start.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(50));
-            list = self.deliveries();
-        }
-        let log = stop(run);
-        assert!(done(&list), "not done in time: {list:#?}\n{log}");
-        (list, log)
-    }
-}
-
-struct Running {
-    child: Child,
-    log: PathBuf,
-}
-
-/// SIGTERM; the exit status must be 0; returns the log.
-fn stop(run: Running) -> String {
-    let Running { mut child, log } = run;
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let err = std::fs::read_to_string(&log).unwrap_or_default();
-                assert!(status.success(), "jadpoc run exited {status}: {err}");
-                return err;
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                panic!("jadpoc run did not stop on SIGTERM");
-            }
-        }
-    }
-}
-
-fn state(d: &Value) -> &str {
-    d["state"].as_str().unwrap_or("")
 }
 
 fn first_is(st: &'static str) -> impl Fn(&[Value]) -> bool {
@@ -185,7 +94,7 @@ fn http_e2e_run_calls_the_provider_and_records_the_status() {
     let p = Provider::always(Reply::status(200));
     let e = env(&p.url(), "", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], first_is("succeeded"));
+    let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     let d = &list[0];
     assert_eq!(d["attempts"], 1);
     assert_eq!(d["last_failure"], Value::Null);
@@ -212,14 +121,14 @@ fn http_e2e_a_declared_failure_fails_with_its_status_code_and_kind_never_the_bod
     ));
     let e = env(&p.url(), "", "");
     e.emit(1);
-    let (list, log) = e.run_until(&[], &[], first_is("failed"));
+    let (list, log) = e.run_until_with(&[], &[], first_is("failed"));
     assert_eq!(failure(&list[0]), ("rejected", "ledger.closed"));
     assert_eq!(list[0]["attempts"], 1);
     let h = e.history(&list[0]);
     assert_eq!(h[0]["http_status"], 422);
     assert_eq!((h[0]["kind"].as_str(), h[0]["code"].as_str()), (Some("rejected"), Some("ledger.closed")));
     assert!(!log.contains("SECRET-BODY"));
-    let shown = e.jadpoc(&["deliveries", "show", &list[0]["id"].to_string(), "--db", Env::s(&e.db)]);
+    let shown = e.jadpoc(&["deliveries", "show", &list[0]["id"].to_string(), "--db", e.db()]);
     assert!(!String::from_utf8_lossy(&shown.stdout).contains("SECRET-BODY"));
 }
 
@@ -228,7 +137,7 @@ fn http_e2e_connection_resends_count_as_one_attempt() {
     let p = Provider::start(|n, _| if n < 2 { Reply::status(503) } else { Reply::status(200) });
     let e = env(&p.url(), "retry: { attempts: 3 }", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], first_is("succeeded"));
+    let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
     let h = e.history(&list[0]);
     assert_eq!(h.len(), 1);
@@ -241,7 +150,8 @@ fn http_e2e_a_retry_after_in_seconds_raises_the_wait() {
     let p = Provider::always(Reply::with_header(503, "Retry-After", "3600"));
     let e = env(&p.url(), "", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     let d = &list[0];
     assert_eq!(failure(d), ("unavailable", "http.503"));
     let h = e.history(d);
@@ -257,7 +167,8 @@ fn http_e2e_a_retry_after_as_an_http_date_raises_the_wait() {
     let p = Provider::always(Reply::with_header(429, "Retry-After", &httpdate::fmt_http_date(at)));
     let e = env(&p.url(), "", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("rate_limited", "http.429"));
     let asked = i64::try_from(at.duration_since(SystemTime::UNIX_EPOCH).expect("after 1970").as_secs()).expect("s");
     let due = rfc3339_ms(&list[0]["due_at"]);
@@ -271,7 +182,7 @@ fn http_e2e_a_retry_after_past_the_window_fails_at_once() {
     let p = Provider::always(Reply::with_header(503, "Retry-After", "90000"));
     let e = env(&p.url(), "", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], first_is("failed"));
+    let (list, _) = e.run_until_with(&[], &[], first_is("failed"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(failure(&list[0]), ("unavailable", "http.503"));
     assert_eq!(p.count(), 1);
@@ -282,7 +193,7 @@ fn http_e2e_no_answer_parks_a_non_idempotent_delivery() {
     let p = Provider::always(Reply::Hang);
     let e = env(&p.url(), "timeout: 300ms", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], first_is("parked"));
+    let (list, _) = e.run_until_with(&[], &[], first_is("parked"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(failure(&list[0]), ("outcome_unknown", "transport.no_answer"));
     assert_eq!(e.history(&list[0])[0]["http_status"], Value::Null);
@@ -294,13 +205,14 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
     let p = Provider::always(Reply::Hang);
     let e = env(&p.url(), "timeout: 300ms", "idempotent: true");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("unavailable", "transport.no_answer"));
     // ...and with them the call is sent again within the attempt.
     let p = Provider::start(|n, _| if n == 0 { Reply::Hang } else { Reply::status(200) });
     let e = env(&p.url(), "timeout: 300ms\n    retry: { attempts: 2 }", "idempotent: true");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], first_is("succeeded"));
+    let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(p.count(), 2);
 }
@@ -309,7 +221,8 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
 fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
     let e = env(&refused_url(), "", "");
     e.emit(1);
-    let (list, _) = e.run_until(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("unavailable", "transport.connect"));
     assert_eq!(e.history(&list[0])[0]["http_status"], Value::Null);
 }
@@ -318,7 +231,7 @@ fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
 fn http_e2e_env_secrets_are_sent_never_logged_and_an_unset_one_refuses_to_start() {
     let p = Provider::always(Reply::status(200));
     let e = env(&p.url(), r#"headers: { "Authorization": env("LEDGER_TOKEN"), "X-Team": "ops" }"#, "");
-    let out = e.jadpoc(&["run", Env::s(&e.program), "--db", Env::s(&e.db)]);
+    let out = e.jadpoc(&["run", e.prog(), "--db", e.db()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -326,7 +239,7 @@ fn http_e2e_env_secrets_are_sent_never_logged_and_an_unset_one_refuses_to_start(
         "jadpoc: connection `c` needs the environment variable `LEDGER_TOKEN` (header `Authorization`), which is not set"
     );
     e.emit(1);
-    let (_, log) = e.run_until(&[], &[("LEDGER_TOKEN", "Bearer t0ps3cret")], first_is("succeeded"));
+    let (_, log) = e.run_until_with(&[], &[("LEDGER_TOKEN", "Bearer t0ps3cret")], first_is("succeeded"));
     let got = p.received();
     assert_eq!(got[0].header("authorization"), Some("Bearer t0ps3cret"));
     assert_eq!(got[0].header("x-team"), Some("ops"));
@@ -339,7 +252,7 @@ fn http_e2e_a_fake_still_overrides_the_connection() {
     let e = env(&p.url(), r#"headers: { "Authorization": env("LEDGER_TOKEN") }"#, "");
     e.emit(1);
     // A faked connection needs none of its secrets.
-    let (list, _) = e.run_until(&["--fake", "c=ok"], &[], first_is("succeeded"));
+    let (list, _) = e.run_until_with(&["--fake", "c=ok"], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(p.count(), 0);
 }
@@ -351,7 +264,7 @@ fn http_e2e_the_in_flight_limit_holds_under_50_concurrent_deliveries() {
     e.emit(50);
     let t = now_ms();
     let (list, _) =
-        e.run_until(&["--workers", "16"], &[], |l| l.len() == 50 && l.iter().all(|d| state(d) == "succeeded"));
+        e.run_until_with(&["--workers", "16"], &[], |l| l.len() == 50 && l.iter().all(|d| state(d) == "succeeded"));
     assert!(list.iter().all(|d| d["attempts"] == 1));
     assert_eq!(p.count(), 50);
     assert_eq!(p.max_concurrent(), 2);

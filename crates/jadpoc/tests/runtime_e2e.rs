@@ -3,10 +3,12 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const JADPOC: &str = env!("CARGO_BIN_EXE_jadpoc");
+mod common;
+
+use common::{Env, Running, fakes, state, stop};
 
 /// A program with one event, connection `c` and subscriber `rec`, plus whatever
 /// `extra` adds.
@@ -38,122 +40,28 @@ subscriber rec {{
     path
 }
 
-struct Env {
-    _dir: tempfile::TempDir,
-    dir: PathBuf,
-    program: PathBuf,
-    db: PathBuf,
-}
-
 fn env(extra: &str) -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().to_path_buf();
-    let program = program(&path, extra);
-    Env { db: path.join("store").join("outbox.db"), dir: path, program, _dir: dir }
+    Env::new("store/outbox.db", |dir| program(dir, extra))
 }
 
+/// What these tests add to the shared harness: their own event, and fakes by script.
 impl Env {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(JADPOC);
-        c.current_dir(&self.dir).args(args);
-        c
-    }
-
-    fn jadpoc(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("run jadpoc")
-    }
-
-    fn db(&self) -> &str {
-        self.db.to_str().expect("utf-8 path")
-    }
-
-    fn prog(&self) -> &str {
-        self.program.to_str().expect("utf-8 path")
-    }
-
     fn emit(&self, json: &str) -> i64 {
         let out = self.jadpoc(&["emit", self.prog(), "Paid", json, "--db", self.db()]);
         assert!(out.status.success(), "emit failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().parse().expect("an event id")
     }
 
-    fn deliveries(&self) -> Vec<Value> {
-        let out = self.jadpoc(&["deliveries", "--format", "json", "--db", self.db()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-        v.as_array().cloned().expect("an array")
-    }
-
-    fn show(&self, id: i64) -> Value {
-        let out = self.jadpoc(&["deliveries", "show", &id.to_string(), "--format", "json", "--db", self.db()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("json")
-    }
-
-    fn status(&self) -> Value {
-        let out = self.jadpoc(&["status", "--format", "json", "--db", self.db()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("json")
-    }
-
-    fn start(&self, fakes: &[&str], extra: &[&str]) -> Running {
-        let mut args = vec!["run", self.prog(), "--db", self.db(), "--log-format", "json"];
-        for f in fakes {
-            args.push("--fake");
-            args.push(f);
-        }
+    fn start(&self, scripts: &[&str], extra: &[&str]) -> Running {
+        let mut args = fakes(scripts);
         args.extend_from_slice(extra);
-        // Logs go to a file: a pipe nobody reads would fill and stall the run.
-        let log = std::fs::File::create(self.dir.join("run.log")).expect("log file");
-        let child = self.cmd(&args).stdout(Stdio::null()).stderr(Stdio::from(log)).spawn().expect("start jadpoc run");
-        Running { child, log: self.dir.join("run.log") }
+        self.start_run(&args, &[])
     }
 
-    /// Run with `fakes` until `done` holds for the deliveries (or 30s pass), then
-    /// stop it with SIGTERM and check it exits 0.
-    fn run_until(&self, fakes: &[&str], done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let child = self.start(fakes, &[]);
-        let start = Instant::now();
-        let mut list = self.deliveries();
-        while !done(&list) && start.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(50));
-            list = self.deliveries();
-        }
-        let log = stop(child);
-        assert!(done(&list), "not done in time: {list:#?}\n{log}");
-        list
+    /// Run with the fakes until `done` holds for the deliveries, then stop.
+    fn run_until(&self, scripts: &[&str], done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        self.run_until_with(&fakes(scripts), &[], done).0
     }
-}
-
-/// A `jadpoc run` started by a test, its log in a file.
-struct Running {
-    child: Child,
-    log: PathBuf,
-}
-
-/// SIGTERM, then the exit status must be 0; returns its log.
-fn stop(run: Running) -> String {
-    let Running { mut child, log } = run;
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let err = std::fs::read_to_string(&log).unwrap_or_default();
-                assert!(status.success(), "jadpoc run exited {status}: {err}");
-                return err;
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                panic!("jadpoc run did not stop on SIGTERM");
-            }
-        }
-    }
-}
-
-fn state(d: &Value) -> &str {
-    d["state"].as_str().unwrap_or("")
 }
 
 fn ended(list: &[Value]) -> bool {
