@@ -173,3 +173,37 @@ fn a_lost_probe_is_lost_when_its_lease_ends() {
     assert_ne!(sweep.woken, probe.run.iter().map(|c| c.id).collect::<Vec<_>>());
     assert!(store.next_sweep_ms(lease_end).expect("next").is_some());
 }
+
+/// A release can race a hold: a delivery held just after its breaker closed stays
+/// held until the tick's sweep finds its breaker closed and releases it.
+#[test]
+fn the_sweep_releases_deliveries_a_closed_breaker_still_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("outbox.db");
+    let store = SqliteStore::open(&path).expect("open");
+    store.emit(&(0..10).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let unavailable = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
+    let r = claim(&store, T0, 5);
+    record_all(&store, &r, &unavailable, T0);
+    let r = claim(&store, T0, 10);
+    assert_eq!((r.run.len(), r.held.len()), (0, 5), "open: the rest are held at their claims");
+
+    // The breaker closes in another process, whose release ran before these holds
+    // were written: the row says closed and five deliveries are still held.
+    let raw = rusqlite::Connection::open(&path).expect("open raw");
+    raw.execute("UPDATE jadpo_circuit_breakers SET state = 'closed', failures_in_a_row = 0", []).expect("close");
+    assert_eq!(count(&store, DeliveryState::Held), 5);
+
+    let now = T0 + 2_000;
+    let sweep = store.sweep_breakers(now, &lease(now)).expect("sweep");
+    assert_eq!(sweep.released, 5);
+    assert_eq!(count(&store, DeliveryState::Held), 0);
+    let list = store.deliveries(&DeliveryFilter::default()).expect("list");
+    let released: Vec<_> = list.iter().filter(|d| d.attempts == 0).collect();
+    assert_eq!(released.len(), 5);
+    // Due at once, their time held moving their window on.
+    assert!(released.iter().all(|d| d.state == DeliveryState::Pending && d.due_at_ms == Some(now)), "{released:?}");
+    assert!(released.iter().all(|d| d.held_ms == 2_000 && d.held_since_ms.is_none()), "{released:?}");
+    // A second sweep has nothing left to release.
+    assert_eq!(store.sweep_breakers(now, &lease(now)).expect("sweep").released, 0);
+}
