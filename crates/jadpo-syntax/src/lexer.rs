@@ -214,6 +214,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
         self.errors.push(SyntaxError { kind, span, message, help: help.map(str::to_string) });
     }
 
+    #[cold]
     fn flush_invalid(&mut self) {
         if let Some(span) = self.invalid_run.take() {
             let text = &self.src[span.range()];
@@ -249,7 +250,10 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 }
                 Some(Ok(raw)) => raw,
             };
-            self.flush_invalid();
+            // Checked here so that the common case, no pending invalid run, costs no call.
+            if self.invalid_run.is_some() {
+                self.flush_invalid();
+            }
             let bracket =
                 matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
             if self.depth > MAX_NESTING && !bracket {

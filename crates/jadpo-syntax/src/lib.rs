@@ -17,11 +17,28 @@ mod grammar {
     include!(concat!(env!("OUT_DIR"), "/jadpo.rs"));
 }
 
-/// A list as long as its contents: a parsed program keeps tens of thousands of small
-/// lists, and the spare capacity left by growing them would double the tree's size.
-pub(crate) fn exact<T>(mut v: Vec<T>) -> Vec<T> {
-    v.shrink_to_fit();
-    v
+/// Stacks on which the parser gathers the elements of the lists it is reading.
+///
+/// A parsed program keeps tens of thousands of small lists, and the spare capacity
+/// left by growing each one would double the tree's size; growing and then shrinking
+/// each one costs several allocations. Instead the elements of open lists (nested
+/// lists open one inside the other, so they form a stack) are pushed here, and a
+/// closed list's elements are moved out into a vector of exactly their number: one
+/// allocation per list. After a syntax error, the elements of the lists left open
+/// stay below the later ones, unused, until the parse ends.
+#[derive(Default)]
+pub(crate) struct Lists<'a> {
+    pub entries: Vec<ast::Entry<'a>>,
+    pub values: Vec<ast::Value<'a>>,
+    pub items: Vec<ast::Item<'a>>,
+    pub params: Vec<ast::Param<'a>>,
+}
+
+impl Lists<'_> {
+    /// The elements from `start` on, as a list of exactly their number.
+    pub(crate) fn take<T>(stack: &mut Vec<T>, start: usize) -> Vec<T> {
+        stack.drain(start.min(stack.len())..).collect()
+    }
 }
 
 /// What went wrong, lexically or syntactically; the checker maps each to its code.
@@ -60,7 +77,8 @@ pub struct Parsed<'a> {
 pub fn parse(src: &str) -> Parsed<'_> {
     let mut errors = Vec::new();
     let mut recovered = Vec::new();
-    let result = grammar::FileParser::new().parse(src, &mut recovered, Lexer::new(src, &mut errors));
+    let mut lists = Lists::default();
+    let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, Lexer::new(src, &mut errors));
     let file = match result {
         Ok(file) => file,
         Err(e) => {
