@@ -1,31 +1,14 @@
 //! Breakers in the store: two handles on one file race to open, alert, probe and
 //! release; every change is one conditional statement, so each happens once.
 
+mod common;
+
+use common::{T0, TIMEOUT_MS, claim, event};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, Outcome, breaker};
-use jadpo_runtime::store::{ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, SqliteStore, Store};
+use jadpo_runtime::core::{self, Outcome};
+use jadpo_runtime::store::{ClaimReport, DeliveryFilter, NewEvent, Recorded, SqliteStore, Store};
 use rand::SeedableRng;
 use std::sync::{Arc, Barrier};
-
-const T0: i64 = 1_700_000_000_000;
-const TIMEOUT_MS: u64 = 1_000;
-
-fn event(n: usize) -> NewEvent {
-    NewEvent {
-        name: "Paid".into(),
-        payload: format!(r#"{{"id":"p{n}"}}"#),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
-    }
-}
-
-fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
-    store
-        .claim(now, limit, &mut |c| {
-            let d = core::decide_at_claim(&c.record, &Budget::default(), now, c.handled, TIMEOUT_MS);
-            breaker::decide_at_claim(d, &c.breaker, c.id, now)
-        })
-        .expect("claim")
-}
 
 /// Record every claimed delivery's outcome, decided by the core.
 fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {

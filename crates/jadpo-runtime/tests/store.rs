@@ -1,38 +1,16 @@
 //! Store tests on real SQLite files.
 
+mod common;
+
+use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome, breaker};
+use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
-    ClaimReport, DeliveryFilter, NewDelivery, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store,
-    StoreError,
+    DeliveryFilter, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
 };
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
-
-const T0: i64 = 1_700_000_000_000;
-const TIMEOUT_MS: u64 = 1_000;
-
-fn event(n: usize) -> NewEvent {
-    NewEvent {
-        name: "Paid".into(),
-        payload: format!(r#"{{"id":"p{n}"}}"#),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
-    }
-}
-
-fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
-    claim_with(store, now, limit, Budget::default())
-}
-
-fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
-    store
-        .claim(now, limit, &mut |c| {
-            let d = core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
-            breaker::decide_at_claim(d, &c.breaker, c.id, now)
-        })
-        .expect("claim")
-}
 
 fn ok_record(id: i64, attempt: u32, started: i64, ended: i64) -> Recorded {
     Recorded {

@@ -1,0 +1,37 @@
+//! What the store tests share: a clock origin, events, and claims decided by the
+//! core as the workers decide them.
+
+#![allow(dead_code)] // each test file uses a part of it
+
+use jadpo_check::program::Budget;
+use jadpo_runtime::core::{self, breaker};
+use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Store};
+
+/// The tests' "now" at the start.
+pub const T0: i64 = 1_700_000_000_000;
+/// The subscriber's run time limit in these tests.
+pub const TIMEOUT_MS: u64 = 1_000;
+
+/// Event `n`: a `Paid` with one delivery to `rec` through connection `c`.
+pub fn event(n: usize) -> NewEvent {
+    NewEvent {
+        name: "Paid".into(),
+        payload: format!(r#"{{"id":"p{n}"}}"#),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+    }
+}
+
+/// Claims up to `limit` due deliveries with the default budget.
+pub fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
+    claim_with(store, now, limit, Budget::default())
+}
+
+/// Claims up to `limit` due deliveries, each decided by the core and its breaker.
+pub fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
+    store
+        .claim(now, limit, &mut |c| {
+            let d = core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
+            breaker::decide_at_claim(d, &c.breaker, c.id, now)
+        })
+        .expect("claim")
+}
