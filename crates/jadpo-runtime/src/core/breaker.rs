@@ -1,4 +1,4 @@
-//! The circuit breaker's rules, one breaker per connection (issue 5): a breaker's
+//! The circuit breaker's rules, one breaker per connection: a breaker's
 //! row and an event (a claim, an attempt's outcome) in, the next row and what to do
 //! out. Pure like the rest of the core; the store applies each change as one
 //! conditional statement so that processes sharing a store share the breaker.
