@@ -570,40 +570,8 @@ impl<'d, 'a> Cx<'d, 'a> {
         code: Code,
         what: &str,
     ) -> Option<u64> {
-        let accepted =
-            format!("{what} takes a duration from {} to {}", format_duration(range.0), format_duration(range.1));
-        match value.kind {
-            ValueKind::Duration(ms) if ms >= range.0 && ms <= range.1 => Some(ms),
-            ValueKind::Duration(ms) => {
-                self.push(
-                    Diagnostic::new(
-                        code,
-                        file,
-                        value.span,
-                        format!(
-                            "{what} must be {} to {}, found `{}`",
-                            format_duration(range.0),
-                            format_duration(range.1),
-                            format_duration(ms)
-                        ),
-                    )
-                    .help(accepted),
-                );
-                None
-            }
-            _ => {
-                self.push(
-                    Diagnostic::new(
-                        code,
-                        file,
-                        value.span,
-                        format!("{what} takes a duration, found {}", value.kind.describe()),
-                    )
-                    .help(accepted),
-                );
-                None
-            }
-        }
+        let duration = |k: &ValueKind<'_>| if let ValueKind::Duration(ms) = *k { Some(ms) } else { None };
+        self.ranged(file, value, range, code, what, "a duration", duration, format_duration)
     }
 
     fn int_in<T: Into<i64> + Copy>(
@@ -614,29 +582,36 @@ impl<'d, 'a> Cx<'d, 'a> {
         code: Code,
         what: &str,
     ) -> Option<u32> {
-        let (lo, hi) = (range.0.into(), range.1.into());
-        match value.kind {
-            ValueKind::Int(n) if n >= lo && n <= hi => Some(n as u32),
-            ValueKind::Int(n) => {
-                self.push(
-                    Diagnostic::new(code, file, value.span, format!("{what} must be {lo} to {hi}, found `{n}`"))
-                        .help(format!("{what} takes an integer from {lo} to {hi}")),
-                );
-                None
-            }
-            _ => {
-                self.push(
-                    Diagnostic::new(
-                        code,
-                        file,
-                        value.span,
-                        format!("{what} takes an integer, found {}", value.kind.describe()),
-                    )
-                    .help(format!("{what} takes an integer from {lo} to {hi}")),
-                );
-                None
-            }
-        }
+        let int = |k: &ValueKind<'_>| if let ValueKind::Int(n) = *k { Some(n) } else { None };
+        let range = (range.0.into(), range.1.into());
+        // Every integer range the language has lies within `u32`.
+        self.ranged(file, value, range, code, what, "an integer", int, |n| n.to_string()).map(|n| n as u32)
+    }
+
+    /// A value of one kind (`get` finds it) within `range`; anything else is reported
+    /// with `code`, saying what `what` takes.
+    #[allow(clippy::too_many_arguments)]
+    fn ranged<T: PartialOrd + Copy>(
+        &mut self,
+        file: usize,
+        value: &Value<'a>,
+        range: (T, T),
+        code: Code,
+        what: &str,
+        kind: &str,
+        get: impl Fn(&ValueKind<'a>) -> Option<T>,
+        show: impl Fn(T) -> String,
+    ) -> Option<T> {
+        let (lo, hi) = (show(range.0), show(range.1));
+        let message = match get(&value.kind) {
+            Some(v) if v >= range.0 && v <= range.1 => return Some(v),
+            Some(v) => format!("{what} must be {lo} to {hi}, found `{}`", show(v)),
+            None => format!("{what} takes {kind}, found {}", value.kind.describe()),
+        };
+        self.push(
+            Diagnostic::new(code, file, value.span, message).help(format!("{what} takes {kind} from {lo} to {hi}")),
+        );
+        None
     }
 
     fn action(
