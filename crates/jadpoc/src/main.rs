@@ -66,3 +66,22 @@ pub(crate) fn print_stdout(s: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
 }
+
+/// Writes a JSON document for people to read as well as programs.
+pub(crate) fn print_json(v: &serde_json::Value) {
+    print_stdout(&format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())));
+}
+
+/// Writes one line per item, or `empty` when there is none.
+pub(crate) fn print_lines<T>(items: &[T], empty: &str, line: impl Fn(&T) -> String) {
+    let mut out = String::new();
+    if items.is_empty() {
+        out.push_str(empty);
+        out.push('\n');
+    }
+    for item in items {
+        out.push_str(&line(item));
+        out.push('\n');
+    }
+    print_stdout(&out);
+}

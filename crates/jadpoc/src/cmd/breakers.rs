@@ -31,21 +31,8 @@ pub fn run(args: BreakersArgs) -> ExitCode {
         }
     };
     match args.format {
-        Format::Json => {
-            let v = serde_json::Value::Array(list.iter().map(views::breaker_json).collect());
-            crate::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_else(|_| v.to_string())));
-        }
-        Format::Text => {
-            let mut out = String::new();
-            if list.is_empty() {
-                out.push_str("no breakers: no connection has failed yet\n");
-            }
-            for b in &list {
-                out.push_str(&views::breaker_line(b));
-                out.push('\n');
-            }
-            crate::print_stdout(&out);
-        }
+        Format::Json => crate::print_json(&serde_json::Value::Array(list.iter().map(views::breaker_json).collect())),
+        Format::Text => crate::print_lines(&list, "no breakers: no connection has failed yet", views::breaker_line),
     }
     ExitCode::SUCCESS
 }

@@ -48,10 +48,6 @@ pub enum Format {
     Json,
 }
 
-fn print_json(v: &serde_json::Value) {
-    crate::print_stdout(&format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())));
-}
-
 pub fn run(args: DeliveriesArgs) -> ExitCode {
     let state = match args.state.as_deref().map(|s| DeliveryState::parse(s).ok_or(s)).transpose() {
         Ok(s) => s,
@@ -77,25 +73,17 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                 Err(e) => return fail(e),
             };
             match args.format {
-                Format::Json => print_json(&serde_json::Value::Array(list.iter().map(views::delivery_json).collect())),
-                Format::Text => {
-                    let mut out = String::new();
-                    if list.is_empty() {
-                        out.push_str("no deliveries\n");
-                    }
-                    for d in &list {
-                        out.push_str(&views::delivery_line(d));
-                        out.push('\n');
-                    }
-                    crate::print_stdout(&out);
+                Format::Json => {
+                    crate::print_json(&serde_json::Value::Array(list.iter().map(views::delivery_json).collect()))
                 }
+                Format::Text => crate::print_lines(&list, "no deliveries", views::delivery_line),
             }
             ExitCode::SUCCESS
         }
         Some(DeliveriesCommand::Show { id }) => match store.delivery(id) {
             Ok(Some((d, history))) => {
                 match args.format {
-                    Format::Json => print_json(&views::delivery_with_history_json(&d, &history)),
+                    Format::Json => crate::print_json(&views::delivery_with_history_json(&d, &history)),
                     Format::Text => crate::print_stdout(&views::delivery_text(&d, &history)),
                 }
                 ExitCode::SUCCESS
@@ -137,7 +125,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                 }
             }
             if args.format == Format::Json {
-                print_json(&serde_json::Value::Array(out));
+                crate::print_json(&serde_json::Value::Array(out));
             }
             code
         }

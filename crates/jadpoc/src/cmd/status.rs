@@ -27,10 +27,7 @@ pub fn run(args: StatusArgs) -> ExitCode {
     match store.status(SystemClock.now_ms()) {
         Ok(s) => {
             match args.format {
-                Format::Json => {
-                    let json = serde_json::to_string_pretty(&views::status_json(&s)).unwrap_or_default();
-                    crate::print_stdout(&format!("{json}\n"));
-                }
+                Format::Json => crate::print_json(&views::status_json(&s)),
                 Format::Text => crate::print_stdout(&views::status_text(&s)),
             }
             ExitCode::SUCCESS
