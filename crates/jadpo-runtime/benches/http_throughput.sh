@@ -19,6 +19,8 @@ WORKERS=("${@:-4 16}")
 # shellcheck disable=SC2206
 WORKERS=(${WORKERS[*]})
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
 cargo build --release -q --example provider -p jadpo-runtime --manifest-path "$ROOT/Cargo.toml"
 J="$ROOT/target/release/jadpoc"
@@ -34,30 +36,8 @@ cd "$WORK"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$PROVIDER" --port "$PORT" --fail 0 --quiet 2>provider.log &
 echo $! > "$PPID_FILE"
-cat > p.jadpo <<JADPO
-event Paid {
-    id: string
-    cents: int
-}
-connection c {
-    url: "http://127.0.0.1:$PORT/x"
-    max_in_flight: $IN_FLIGHT
-}
-action record(id: string, cents: int) {
-    via: c
-}
-subscriber rec {
-    on: Paid
-    run: record(event.id, event.cents)
-}
-JADPO
-python3 -c "
-import sys
-n = int(sys.argv[1])
-with open('paid.ndjson', 'w') as f:
-    for i in range(n):
-        f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
-" "$EVENTS"
+write_program "http://127.0.0.1:$PORT/x" "max_in_flight: $IN_FLIGHT"
+write_events "$EVENTS"
 
 connections() {
   # Established connections from jadpoc to the provider's port right now.

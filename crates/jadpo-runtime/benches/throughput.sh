@@ -11,34 +11,15 @@
 set -euo pipefail
 EVENTS=${1:-100000}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
 J="$ROOT/target/release/jadpoc"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
-cat > p.jadpo <<'JADPO'
-event Paid {
-    id: string
-    cents: int
-}
-connection c {
-    url: "http://127.0.0.1:9/x"
-}
-action record(id: string, cents: int) {
-    via: c
-}
-subscriber rec {
-    on: Paid
-    run: record(event.id, event.cents)
-}
-JADPO
-python3 -c "
-import sys
-n = int(sys.argv[1])
-with open('paid.ndjson', 'w') as f:
-    for i in range(n):
-        f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
-" "$EVENTS"
+write_program "http://127.0.0.1:9/x"
+write_events "$EVENTS"
 
 S=$(date +%s.%N)
 "$J" emit p.jadpo Paid --ndjson paid.ndjson 2>/dev/null

@@ -19,26 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// action `record` (with `action` added) and a subscriber whose run limit is
 /// `run_timeout`.
 fn program(url: &str, conn: &str, action: &str, run_timeout: &str) -> Program {
-    let text = format!(
-        r#"event Paid {{
-    id: string
-    cents: int
-}}
-connection c {{
-    url: "{url}"
-    {conn}
-}}
-action record(id: string, cents: int) {{
-    via: c
-    {action}
-}}
-subscriber rec {{
-    on: Paid
-    run: record(event.id, event.cents)
-    timeout: {run_timeout}
-}}
-"#
-    );
+    let text = http_server::program_text(url, conn, action, run_timeout);
     let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::Yes);
     assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
     checked.program.expect("a program")

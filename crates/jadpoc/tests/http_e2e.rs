@@ -17,29 +17,7 @@ use common::{Env, state};
 /// `action` added, subscriber `rec`.
 fn write_program(dir: &Path, url: &str, conn: &str, action: &str) -> PathBuf {
     let path = dir.join("p.jadpo");
-    let text = format!(
-        r#"event Paid {{
-    id: string
-    cents: int
-}}
-
-connection c {{
-    url: "{url}"
-    {conn}
-}}
-
-action record(id: string, cents: int) {{
-    via: c
-    {action}
-}}
-
-subscriber rec {{
-    on: Paid
-    run: record(event.id, event.cents)
-    timeout: 5s
-}}
-"#
-    );
+    let text = http_server::program_text(url, conn, action, "5s");
     std::fs::write(&path, text).expect("write program");
     path
 }

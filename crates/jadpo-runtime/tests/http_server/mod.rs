@@ -202,3 +202,32 @@ pub fn refused_url() -> String {
     drop(l);
     format!("http://{addr}")
 }
+
+/// The program both kinds of HTTP test use: one event `Paid`, connection `c` at `url`
+/// with `conn` added to its block, action `record` with `action` added, and
+/// subscriber `rec` whose run limit is `run_timeout`.
+pub fn program_text(url: &str, conn: &str, action: &str, run_timeout: &str) -> String {
+    format!(
+        r#"event Paid {{
+    id: string
+    cents: int
+}}
+
+connection c {{
+    url: "{url}"
+    {conn}
+}}
+
+action record(id: string, cents: int) {{
+    via: c
+    {action}
+}}
+
+subscriber rec {{
+    on: Paid
+    run: record(event.id, event.cents)
+    timeout: {run_timeout}
+}}
+"#
+    )
+}

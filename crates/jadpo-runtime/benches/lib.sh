@@ -1,0 +1,34 @@
+# What the throughput scripts share; sourced, not run.
+
+# write_program URL [CONNECTION_LINE]: p.jadpo, one event `Paid` delivered to `rec`
+# through connection `c` at URL.
+write_program() {
+  cat > p.jadpo <<JADPO
+event Paid {
+    id: string
+    cents: int
+}
+connection c {
+    url: "$1"
+    ${2:-}
+}
+action record(id: string, cents: int) {
+    via: c
+}
+subscriber rec {
+    on: Paid
+    run: record(event.id, event.cents)
+}
+JADPO
+}
+
+# write_events N: paid.ndjson, N `Paid` payloads one a line.
+write_events() {
+  python3 -c "
+import sys
+n = int(sys.argv[1])
+with open('paid.ndjson', 'w') as f:
+    for i in range(n):
+        f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
+" "$1"
+}
