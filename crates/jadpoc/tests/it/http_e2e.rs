@@ -1,15 +1,14 @@
 //! `jadpoc run` with the HTTP driver against a provider on 127.0.0.1, end to end:
 //! emit, run, then read `deliveries --format json`.
 
-#[path = "../../jadpo-runtime/tests/http_server/mod.rs"]
-mod http_server;
+use crate::http_server;
 
 use http_server::{Provider, Reply, refused_url};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-mod common;
+use crate::common;
 
 use common::{Env, state};
 
@@ -28,7 +27,7 @@ fn env(url: &str, conn: &str, action: &str) -> Env {
 
 /// What these tests add to the shared harness.
 impl Env {
-    fn emit(&self, n: usize) {
+    fn emit_paid(&self, n: usize) {
         let lines: String = (0..n).map(|i| format!("{{\"id\": \"p{i}\", \"cents\": {i}}}\n")).collect();
         let file = self.dir.join("events.ndjson");
         std::fs::write(&file, lines).expect("write events");
@@ -71,7 +70,7 @@ fn now_ms() -> i64 {
 fn http_e2e_run_calls_the_provider_and_records_the_status() {
     let p = Provider::always(Reply::status(200));
     let e = env(&p.url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     let d = &list[0];
     assert_eq!(d["attempts"], 1);
@@ -98,7 +97,7 @@ fn http_e2e_a_declared_failure_fails_with_its_status_code_and_kind_never_the_bod
         r#"{"failure": {"code": "ledger.closed", "kind": "rejected"}, "detail": "SECRET-BODY"}"#,
     ));
     let e = env(&p.url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, log) = e.run_until_with(&[], &[], first_is("failed"));
     assert_eq!(failure(&list[0]), ("rejected", "ledger.closed"));
     assert_eq!(list[0]["attempts"], 1);
@@ -114,7 +113,7 @@ fn http_e2e_a_declared_failure_fails_with_its_status_code_and_kind_never_the_bod
 fn http_e2e_connection_resends_count_as_one_attempt() {
     let p = Provider::start(|n, _| if n < 2 { Reply::status(503) } else { Reply::status(200) });
     let e = env(&p.url(), "retry: { attempts: 3 }", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
     let h = e.history(&list[0]);
@@ -127,7 +126,7 @@ fn http_e2e_connection_resends_count_as_one_attempt() {
 fn http_e2e_a_retry_after_in_seconds_raises_the_wait() {
     let p = Provider::always(Reply::with_header(503, "Retry-After", "3600"));
     let e = env(&p.url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     let d = &list[0];
@@ -144,7 +143,7 @@ fn http_e2e_a_retry_after_as_an_http_date_raises_the_wait() {
     let at = SystemTime::now() + Duration::from_secs(7200);
     let p = Provider::always(Reply::with_header(429, "Retry-After", &httpdate::fmt_http_date(at)));
     let e = env(&p.url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("rate_limited", "http.429"));
@@ -159,7 +158,7 @@ fn http_e2e_a_retry_after_past_the_window_fails_at_once() {
     // 25 hours, past the default 24h window.
     let p = Provider::always(Reply::with_header(503, "Retry-After", "90000"));
     let e = env(&p.url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) = e.run_until_with(&[], &[], first_is("failed"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(failure(&list[0]), ("unavailable", "http.503"));
@@ -170,7 +169,7 @@ fn http_e2e_a_retry_after_past_the_window_fails_at_once() {
 fn http_e2e_no_answer_parks_a_non_idempotent_delivery() {
     let p = Provider::always(Reply::Hang);
     let e = env(&p.url(), "timeout: 300ms", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) = e.run_until_with(&[], &[], first_is("parked"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(failure(&list[0]), ("outcome_unknown", "transport.no_answer"));
@@ -182,14 +181,14 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
     // Without the connection's re-sends the delivery waits for its next attempt...
     let p = Provider::always(Reply::Hang);
     let e = env(&p.url(), "timeout: 300ms", "idempotent: true");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("unavailable", "transport.no_answer"));
     // ...and with them the call is sent again within the attempt.
     let p = Provider::start(|n, _| if n == 0 { Reply::Hang } else { Reply::status(200) });
     let e = env(&p.url(), "timeout: 300ms\n    retry: { attempts: 2 }", "idempotent: true");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) = e.run_until_with(&[], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
     assert_eq!(p.count(), 2);
@@ -198,7 +197,7 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
 #[test]
 fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
     let e = env(&refused_url(), "", "");
-    e.emit(1);
+    e.emit_paid(1);
     let (list, _) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("unavailable", "transport.connect"));
@@ -216,7 +215,7 @@ fn http_e2e_env_secrets_are_sent_never_logged_and_an_unset_one_refuses_to_start(
         err.trim_end(),
         "jadpoc: connection `c` needs the environment variable `LEDGER_TOKEN` (header `Authorization`), which is not set"
     );
-    e.emit(1);
+    e.emit_paid(1);
     let (_, log) = e.run_until_with(&[], &[("LEDGER_TOKEN", "Bearer t0ps3cret")], first_is("succeeded"));
     let got = p.received();
     assert_eq!(got[0].header("authorization"), Some("Bearer t0ps3cret"));
@@ -228,7 +227,7 @@ fn http_e2e_env_secrets_are_sent_never_logged_and_an_unset_one_refuses_to_start(
 fn http_e2e_a_fake_still_overrides_the_connection() {
     let p = Provider::always(Reply::status(500));
     let e = env(&p.url(), r#"headers: { "Authorization": env("LEDGER_TOKEN") }"#, "");
-    e.emit(1);
+    e.emit_paid(1);
     // A faked connection needs none of its secrets.
     let (list, _) = e.run_until_with(&["--fake", "c=ok"], &[], first_is("succeeded"));
     assert_eq!(list[0]["attempts"], 1);
@@ -239,7 +238,7 @@ fn http_e2e_a_fake_still_overrides_the_connection() {
 fn http_e2e_the_in_flight_limit_holds_under_50_concurrent_deliveries() {
     let p = Provider::always(Reply::After(Duration::from_millis(30), Box::new(Reply::status(200))));
     let e = env(&p.url(), "max_in_flight: 2", "");
-    e.emit(50);
+    e.emit_paid(50);
     let t = now_ms();
     let (list, _) =
         e.run_until_with(&["--workers", "16"], &[], |l| l.len() == 50 && l.iter().all(|d| state(d) == "succeeded"));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use common::{Env, Running, fakes, state, stop};
 

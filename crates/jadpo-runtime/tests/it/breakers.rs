@@ -1,7 +1,7 @@
 //! Breakers in the store: two handles on one file race to open, alert, probe and
 //! release; every change is one conditional statement, so each happens once.
 
-mod common;
+use crate::common;
 
 use common::{T0, TIMEOUT_MS, claim, event};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};

@@ -2,7 +2,7 @@
 //! answer mapping table row by row, Retry-After, transport failures, the
 //! connection's own re-sends, the in-flight limit and keep-alive.
 
-mod http_server;
+use crate::http_server;
 
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};

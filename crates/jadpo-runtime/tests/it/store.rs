@@ -1,6 +1,6 @@
 //! Store tests on real SQLite files.
 
-mod common;
+use crate::common;
 
 use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};

@@ -1,0 +1,6 @@
+//! The crate's integration tests, one binary: each file below is a module, so
+//! linking happens once.
+
+mod corpus;
+mod docs;
+mod robustness;
