@@ -1,8 +1,10 @@
 //! `jadpoc`: the jadpo toolchain's command line.
 
+mod args;
 mod cmd;
 mod load;
 mod render;
+mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
