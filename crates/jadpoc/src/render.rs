@@ -1,6 +1,7 @@
 //! Rendering diagnostics: miette's graphical reports for people, JSON for editors,
 //! SARIF for CI code scanning.
 
+use crate::args::plural;
 use jadpo_check::{Checked, Code, Diagnostic, LineIndex, Position, Severity, SourceFile};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use serde_json::{Value, json};
@@ -64,12 +65,11 @@ fn render_one(handler: &GraphicalReportHandler, files: &[SourceFile], d: &Diagno
 
 /// `N errors, M warnings in K files`.
 pub fn summary(checked: &Checked, files: usize) -> String {
-    let (e, w) = (checked.errors(), checked.warnings());
     format!(
-        "{e} error{}, {w} warning{} in {files} file{}",
-        if e == 1 { "" } else { "s" },
-        if w == 1 { "" } else { "s" },
-        if files == 1 { "" } else { "s" }
+        "{}, {} in {}",
+        plural(checked.errors() as u64, "error"),
+        plural(checked.warnings() as u64, "warning"),
+        plural(files as u64, "file")
     )
 }
 
