@@ -15,12 +15,22 @@
 //!   transcript: each command is run, in a folder holding the page's program and
 //!   copies of `examples/` and `tests/check/`, and its standard output must be the
 //!   lines that follow it, a line `...` standing for any number of lines.
-//! - In a ` ```sh ` block, every `jadpoc` command but `jadpoc run` (which runs until
-//!   stopped) is run in the same kind of folder and must succeed.
+//! - In a ` ```sh ` block, every `jadpoc` command of a subcommand that finishes on
+//!   its own with no server ([`RUN_IN_SH`]; not `jadpoc run`) is run in the same
+//!   kind of folder and must succeed. ` ```sh,no-run ` blocks are not run.
 
 use serde_json::Value;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The subcommands of a ` ```sh ` block that are run: those that finish on their
+/// own and need no server. (`run` runs until stopped; others are shown, not run.)
+const RUN_IN_SH: [&str; 8] = ["check", "plan", "test", "emit", "deliveries", "status", "breakers", "explain"];
+
+/// How long one documented command may take (generous: the machine may be busy).
+const COMMAND_DEADLINE: Duration = Duration::from_secs(120);
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -173,15 +183,43 @@ impl Workspace {
             std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
         )
         .expect("PATH");
-        Command::new("sh")
+        let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
             .current_dir(&self.path)
             .env("PATH", path)
             .env("NO_COLOR", "1")
             .env_remove("JADPO_DATABASE_URL")
-            .output()
-            .expect("sh runs")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        // The output is read on threads so that a full pipe never stalls the child.
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut stderr = child.stderr.take().expect("stderr");
+        let out = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stdout.read_to_end(&mut v);
+            v
+        });
+        let err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stderr.read_to_end(&mut v);
+            v
+        });
+        let deadline = Instant::now() + COMMAND_DEADLINE;
+        let status = loop {
+            match child.try_wait().expect("wait") {
+                Some(status) => break status,
+                None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                None => {
+                    let _ = child.kill();
+                    panic!("`{command}` did not finish within {COMMAND_DEADLINE:?}");
+                }
+            }
+        };
+        Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
     }
 }
 
@@ -261,7 +299,8 @@ fn sh_commands(text: &str) -> Vec<String> {
             None => {
                 current.push_str(&line);
                 let command = std::mem::take(&mut current).trim().to_string();
-                if command.starts_with("jadpoc ") && !command.starts_with("jadpoc run ") {
+                let sub = command.strip_prefix("jadpoc ").and_then(|rest| rest.split_whitespace().next());
+                if sub.is_some_and(|sub| RUN_IN_SH.contains(&sub)) {
                     commands.push(command.replace("path/to/jadpo/", ""));
                 }
             }
@@ -363,7 +402,7 @@ fn the_documentations_examples_are_true() {
                         ));
                     }
                 }
-            } else if lang == "sh" {
+            } else if lang == "sh" && !attrs.contains(&"no-run") {
                 ws.write(&program, false);
                 for command in sh_commands(&block.text) {
                     commands += 1;
