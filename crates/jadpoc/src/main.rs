@@ -22,7 +22,7 @@ struct Cli {
 enum Command {
     /// Check a program and report every problem found.
     Check(cmd::check::CheckArgs),
-    /// Print the documentation of a diagnostic code.
+    /// Print what a code means, or list every code.
     Explain(cmd::explain::ExplainArgs),
     /// Run a checked program on the outbox runtime.
     Run(cmd::run::RunArgs),
