@@ -8,7 +8,6 @@ pub mod index;
 pub mod program;
 pub mod registry;
 pub mod suggest;
-mod tests;
 
 pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};

@@ -4,4 +4,5 @@
 mod corpus;
 mod docs;
 mod index;
+mod lower;
 mod robustness;
