@@ -155,22 +155,30 @@ impl<'a> Cx<'_, 'a> {
             }
         };
         let (pname, Some(pty)) = param? else { return None };
-        // A time is written as a string; its format is checked when the event arrives.
-        let found_ok = assignable(found, pty)
-            || (found.base == BaseType::String
-                && pty.base == BaseType::Time
-                && !found.optional
-                && matches!(arg.kind, ValueKind::Str(_)));
-        if !found_ok {
+        // A time is written as a string literal, checked here; a time field is
+        // checked when its event arrives.
+        if pty.base == BaseType::Time
+            && let ValueKind::Str(s) = &arg.kind
+        {
+            return self.check_time(file, arg, s).then_some(lowered);
+        }
+        if !assignable(found, pty) {
             let why = if found.optional && !pty.optional && found.base == pty.base {
                 format!("`{}` may be absent, but `{pname}` takes `{}`", source_text(arg), type_name(pty))
             } else {
                 format!("`{pname}` takes `{}`, but `{}` is `{}`", type_name(pty), source_text(arg), type_name(found))
             };
-            let help = if found.optional && !pty.optional {
+            // Each help is a change that checks clean: only the optional mark differs,
+            // or the parameter takes the field's own type.
+            let required = |t: Type| Type { optional: false, ..t };
+            let is_field = matches!(lowered, p::Arg::Field(_));
+            let help = if assignable(required(found), required(pty)) {
+                format!("declare the parameter `{pname}: {}?`, or make the field required", type_name(required(pty)))
+            } else if is_field {
                 format!(
-                    "declare the parameter `{pname}: {}?`, or make the field required",
-                    type_name(Type { optional: false, ..pty })
+                    "pass a field of type `{}`, or declare the parameter `{pname}: {}` to take this one",
+                    type_name(pty),
+                    type_name(found)
                 )
             } else {
                 format!("pass a value of type `{}`", type_name(pty))

@@ -286,7 +286,7 @@ impl<'a> Cx<'_, 'a> {
                     seen.push((key, entry.key.span));
                     let ok = match entry.value.kind {
                         ValueKind::Duration(ms) if ms > 0 && ms <= MAX_WITHIN_MS => Some(ms),
-                        ValueKind::Duration(ms) => {
+                        ValueKind::Duration(_) => {
                             self.push(
                                 Diagnostic::new(
                                     code,
@@ -294,7 +294,7 @@ impl<'a> Cx<'_, 'a> {
                                     entry.value.span,
                                     format!(
                                         "`within` must be more than 0 and at most 30d, found `{}`",
-                                        format_duration(ms)
+                                        self.written(file, entry.value.span)
                                     ),
                                 )
                                 .help("`within:` takes a duration more than 0 and at most 30d"),

@@ -66,7 +66,7 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     }
     let decls: Vec<(usize, &Decl)> =
         parsed.iter().enumerate().flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d))).collect();
-    let mut cx = Cx::new(&decls, broken, lower);
+    let mut cx = Cx::new(&decls, files, broken, lower);
     cx.collect_names();
     cx.check_all();
     diags.append(&mut cx.diags);
@@ -142,6 +142,9 @@ enum Resolved {
 
 pub(crate) struct Cx<'d, 'a> {
     pub(crate) decls: &'d [(usize, &'d Decl<'a>)],
+    /// The files: their text, to echo a value as written; their names, to resolve
+    /// paths relative to the file that gives them.
+    files: &'a [SourceFile],
     /// A syntax error somewhere: some names may be missing, so nothing is "unused".
     broken: bool,
     pub(crate) diags: Vec<Diagnostic>,
@@ -168,10 +171,11 @@ pub(crate) struct Cx<'d, 'a> {
 pub(crate) type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
 
 impl<'d, 'a> Cx<'d, 'a> {
-    fn new(decls: &'d [(usize, &'d Decl<'a>)], broken: bool, lower: Lower) -> Self {
+    fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
         let n = decls.len();
         Cx {
             decls,
+            files,
             broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
             diags: Vec::new(),
             names: FxHashMap::with_capacity_and_hasher(n, Default::default()),

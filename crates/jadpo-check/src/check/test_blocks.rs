@@ -238,8 +238,14 @@ impl<'a> Cx<'_, 'a> {
                 }
             };
             let found = Type { base: found, optional: false };
-            let time_as_string = found.base == BaseType::String && ty.base == BaseType::Time;
-            if !assignable(found, ty) && !time_as_string {
+            if ty.base == BaseType::Time
+                && let ValueKind::Str(s) = &entry.value.kind
+            {
+                if !self.check_time(file, &entry.value, s) {
+                    ok = false;
+                    continue;
+                }
+            } else if !assignable(found, ty) {
                 self.push(
                     Diagnostic::new(
                         Code::TestInvalidEmit,

@@ -3,10 +3,10 @@
 use super::Cx;
 use crate::budget::*;
 use crate::diagnostic::Diagnostic;
-use crate::program::{BaseType, Type};
+use crate::program::{BaseType, Type, is_timestamp};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
-use jadpo_syntax::ast::{Value, ValueKind};
+use jadpo_syntax::ast::{Span, Value, ValueKind};
 
 pub(super) const EVENT_TYPES: &str = "`string`, `int`, `float`, `bool` or `time`";
 
@@ -64,6 +64,28 @@ fn duration_parts(ms: u64) -> Vec<String> {
 }
 
 impl<'a> Cx<'_, 'a> {
+    /// A value's text as written, so a message echoes `0ms` as `0ms`, not `0s`.
+    pub(super) fn written(&self, file: usize, span: Span) -> &'a str {
+        self.files.get(file).and_then(|f| f.text.get(span.range())).unwrap_or_default()
+    }
+
+    /// Reports a string given for a `time` that is not an RFC 3339 timestamp.
+    pub(super) fn check_time(&mut self, file: usize, value: &Value<'a>, text: &str) -> bool {
+        if is_timestamp(text) {
+            return true;
+        }
+        self.push(
+            Diagnostic::new(
+                Code::ValueInvalidTime,
+                file,
+                value.span,
+                format!("`{}` is not a time: a time is an RFC 3339 timestamp", text.escape_debug()),
+            )
+            .help("write a date, a time and an offset, such as `\"2026-03-01T09:30:00Z\"` or `\"2026-03-01T10:30:00+01:00\"`"),
+        );
+        false
+    }
+
     pub(super) fn invalid_value(&mut self, file: usize, value: &Value<'a>, message: String, help: &str) {
         self.push(Diagnostic::new(Code::DeclInvalidValue, file, value.span, message).help(help));
     }
@@ -129,7 +151,7 @@ impl<'a> Cx<'_, 'a> {
         let (lo, hi) = (show(range.0), show(range.1));
         let message = match get(&value.kind) {
             Some(v) if v >= range.0 && v <= range.1 => return Some(v),
-            Some(v) => format!("{what} must be {lo} to {hi}, found `{}`", show(v)),
+            Some(_) => format!("{what} must be {lo} to {hi}, found `{}`", self.written(file, value.span)),
             None => format!("{what} takes {kind}, found {}", value.kind.describe()),
         };
         self.push(

@@ -67,3 +67,46 @@ fn indices_follow_the_resolution_across_files() {
     // The same program checked twice lowers equal.
     assert_eq!(check(&files, Lower::Yes).program, Some(p));
 }
+
+#[test]
+fn tls_paths_are_relative_to_the_declaring_file() {
+    use jadpo_check::program::{ClientCert, Pem, Tls};
+    use std::path::PathBuf;
+    let conn = "connection ledger {
+    url: \"https://ledger.internal:8443\"
+    tls: { ca: \"certs/ca.pem\"  only_ca: true  client_cert: \"/etc/jadpo/cert.pem\"  client_key: env(\"KEY_PEM\") }
+}
+connection public { url: \"https://api.example.com\" }
+";
+    let uses = "event E { id: string }
+action a(id: string) { via: ledger }
+action b(id: string) { via: public }
+subscriber s { on: E  run: a(event.id) }
+subscriber t { on: E  run: b(event.id) }
+";
+    let files = [
+        SourceFile { name: "deploy/prod/connections.jadpo".into(), text: conn.into() },
+        SourceFile { name: "main.jadpo".into(), text: uses.into() },
+    ];
+    let checked = check(&files, Lower::Yes);
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    let p = checked.program.expect("a program");
+    assert_eq!(
+        p.connections[0].tls,
+        Some(Tls {
+            ca: Some(Pem::File(PathBuf::from("deploy/prod/certs/ca.pem"))),
+            only_ca: true,
+            client: Some(ClientCert {
+                cert: Pem::File(PathBuf::from("/etc/jadpo/cert.pem")),
+                key: Pem::Env("KEY_PEM".into()),
+            }),
+        })
+    );
+    assert_eq!(p.connections[1].tls, None);
+
+    // A file given without a directory: the path stays as written.
+    let files = [SourceFile { name: "all.jadpo".into(), text: format!("{conn}{uses}") }];
+    let p = check(&files, Lower::Yes).program.expect("a program");
+    let ca = p.connections[0].tls.as_ref().and_then(|t| t.ca.clone());
+    assert_eq!(ca, Some(Pem::File(PathBuf::from("certs/ca.pem"))));
+}

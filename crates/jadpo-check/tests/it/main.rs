@@ -5,4 +5,5 @@ mod corpus;
 mod docs;
 mod index;
 mod lower;
+mod messages;
 mod robustness;
