@@ -2,6 +2,7 @@
 //! the registry of diagnostic codes, and the checked [`Program`].
 
 pub mod budget;
+pub mod builtin;
 mod check;
 pub mod diagnostic;
 pub mod index;

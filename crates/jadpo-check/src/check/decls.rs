@@ -195,6 +195,16 @@ impl<'a> Cx<'_, 'a> {
                     Name { text: name, span: e.value.span },
                     Code::SubscriberUnknownEvent,
                 )),
+                // jadpo's own events: `jadpo.NAME`, looked up as written.
+                ValueKind::Path([ns, _]) if ns.text == "jadpo" => {
+                    let text = self.written(file, e.value.span);
+                    Some(self.resolve(
+                        file,
+                        DeclKind::Event,
+                        Name { text, span: e.value.span },
+                        Code::SubscriberUnknownEvent,
+                    ))
+                }
                 _ => {
                     self.invalid_value(
                         file,

@@ -3,7 +3,7 @@
 //! again: every piece comes from what checking kept, and a piece that is missing
 //! gives no program rather than a guess.
 
-use super::{Cx, Resolved};
+use super::{BUILTIN_FILE, Cx, Resolved};
 use crate::budget::DEFAULT_RUN_TIMEOUT_MS;
 use crate::diagnostic::{LineIndex, SourceFile};
 use crate::program::{self as p, Program};
@@ -22,6 +22,8 @@ impl Cx<'_, '_> {
         // Declarations in order of kind, so indices are stable within each list.
         for (i, &(_, decl)) in self.decls.iter().enumerate() {
             match (decl.kind, &self.resolved[i]) {
+                // A built-in event is part of the program only when something uses it.
+                (DeclKind::Event, _) if self.decls[i].0 == BUILTIN_FILE && !self.used[i] => {}
                 (DeclKind::Event, _) => {
                     index_of[i] = Some(prog.events.len());
                     prog.events.push(p::Event { name: decl.name.text.to_string(), fields: lower_fields(i)? });

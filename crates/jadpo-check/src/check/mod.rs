@@ -64,8 +64,14 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
             diags.push(Diagnostic::new(syntax_code(e.kind), file, e.span, e.message.clone()).help_opt(e.help.clone()));
         }
     }
-    let decls: Vec<(usize, &Decl)> =
-        parsed.iter().enumerate().flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d))).collect();
+    // jadpo's own events are declarations of no file, after the program's.
+    let builtins = crate::builtin::decls();
+    let decls: Vec<(usize, &Decl)> = parsed
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d)))
+        .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
+        .collect();
     let mut cx = Cx::new(&decls, files, broken, lower);
     cx.collect_names();
     cx.check_all();
@@ -114,6 +120,10 @@ fn syntax_code(kind: SyntaxErrorKind) -> Code {
         SyntaxErrorKind::NestingTooDeep => Code::SyntaxNestingTooDeep,
     }
 }
+
+/// The file of jadpo's built-in events: none. They have no definition in the
+/// index, no reference to them is recorded, and they are lowered only when used.
+const BUILTIN_FILE: usize = usize::MAX;
 
 /// What a declaration was checked to be, kept for lowering: only when a program
 /// will be built, and only for a declaration whose names all resolved. Indices are

@@ -1,7 +1,7 @@
 //! Names: the tables that resolve a name to its declaration, the symbol index they
 //! fill, and the warnings for declarations nothing uses.
 
-use super::Cx;
+use super::{BUILTIN_FILE, Cx};
 use crate::diagnostic::Diagnostic;
 use crate::index::{Def, SymbolKind};
 use crate::program::Type;
@@ -16,6 +16,10 @@ impl<'a> Cx<'_, 'a> {
                 continue;
             }
             let key = (decl.kind, decl.name.text);
+            if file == BUILTIN_FILE {
+                self.names.insert(key, index);
+                continue;
+            }
             let name = match &decl.body {
                 Body::Steps { title, .. } => title.to_string(),
                 _ => decl.name.text.to_string(),
@@ -60,7 +64,9 @@ impl<'a> Cx<'_, 'a> {
     pub(super) fn resolve(&mut self, file: usize, kind: DeclKind, name: Name<'a>, code: Code) -> Option<usize> {
         let found = self.lookup(kind, name.text);
         let target = found.and_then(|i| self.decl_def[i]);
-        self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
+        if found.is_none_or(|i| self.decls[i].0 != BUILTIN_FILE) {
+            self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
+        }
         match found {
             Some(i) => {
                 self.used[i] = true;
@@ -80,6 +86,9 @@ impl<'a> Cx<'_, 'a> {
     /// Records a field of an event or a parameter of an action (`owner`).
     pub(super) fn define_member(&mut self, owner: usize, name: Name<'a>, span: Span, ty: Option<Type>, primary: bool) {
         let (file, decl) = self.decls[owner];
+        if file == BUILTIN_FILE {
+            return;
+        }
         let kind = if decl.kind == DeclKind::Action { SymbolKind::Param } else { SymbolKind::Field };
         let def = Def {
             name: name.text.to_string(),
@@ -97,6 +106,9 @@ impl<'a> Cx<'_, 'a> {
 
     /// Records a use of a field of event `event` (`None` when the event is unknown).
     pub(super) fn refer_field(&mut self, file: usize, event: Option<usize>, name: &str, span: Span) {
+        if event.is_some_and(|e| self.decls[e].0 == BUILTIN_FILE) {
+            return;
+        }
         let target = event.and_then(|e| {
             self.member_defs[e].iter().copied().find(|&id| {
                 let d = self.index.def(id);
@@ -109,6 +121,9 @@ impl<'a> Cx<'_, 'a> {
     pub(super) fn unused(&mut self) {
         for index in 0..self.decls.len() {
             let (file, decl) = self.decls[index];
+            if file == BUILTIN_FILE {
+                continue;
+            }
             let code = match decl.kind {
                 DeclKind::Event => Code::EventUnused,
                 DeclKind::Action => Code::ActionUnused,

@@ -110,3 +110,37 @@ subscriber t { on: E  run: b(event.id) }
     let ca = p.connections[0].tls.as_ref().and_then(|t| t.ca.clone());
     assert_eq!(ca, Some(Pem::File(PathBuf::from("certs/ca.pem"))));
 }
+
+#[test]
+fn builtin_events_are_lowered_when_used() {
+    use jadpo_check::builtin::{BUILTIN_EVENTS, is_builtin_event};
+    let text = "event Paid { id: string }
+connection pager { url: \"https://pager.example.com\" }
+action page(what: string, held: int) { via: pager }
+subscriber on_paid { on: Paid  run: page(event.id, 0) }
+subscriber on_outage { on: jadpo.connection_unavailable  run: page(\"outage\", event.held) }
+";
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: text.into() }], Lower::Yes);
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    let p = checked.program.expect("a program");
+    let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["Paid", "jadpo.connection_unavailable"], "only the built-in event in use");
+    let outage = p.subscribers[p.subscriber("on_outage").expect("on_outage")].event;
+    assert_eq!(p.events[outage].name, "jadpo.connection_unavailable");
+    assert!(is_builtin_event(&p.events[outage].name) && !is_builtin_event("Paid"));
+    let fields: Vec<&str> = p.events[outage].fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(fields, ["connection", "since", "held"]);
+    assert_eq!(BUILTIN_EVENTS.len(), 4);
+
+    // Built-in events have no definition or reference in the index, and are never unused.
+    assert!(checked.index.defs().iter().all(|d| !d.name.starts_with("jadpo.")));
+    assert!(checked.index.refs().iter().all(|r| !r.name.starts_with("jadpo.")));
+    let plain = "event Paid { id: string }
+connection pager { url: \"https://pager.example.com\" }
+action page(what: string, held: int) { via: pager }
+subscriber on_paid { on: Paid  run: page(event.id, 0) }
+";
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: plain.into() }], Lower::Yes);
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    assert_eq!(checked.program.expect("a program").events.len(), 1);
+}

@@ -98,3 +98,16 @@ fn a_time_literal_is_reported_at_the_literal() {
     assert_eq!(d.code, Code::ValueInvalidTime);
     assert_eq!(&text[d.span.range()], "\"noon\"");
 }
+
+#[test]
+fn a_misspelt_builtin_event_gets_a_did_you_mean() {
+    let text = "connection c { url: \"https://x.example.com\" }
+action a(n: int) { via: c }
+subscriber s { on: jadpo.conection_unavailable  run: a(event.held) }
+";
+    let found = diagnostics(text);
+    let [d] = found.as_slice() else { panic!("{found:?}") };
+    assert_eq!(d.code, Code::SubscriberUnknownEvent);
+    assert_eq!(&text[d.span.range()], "jadpo.conection_unavailable");
+    assert_eq!(d.help.as_deref(), Some("did you mean `jadpo.connection_unavailable`?"));
+}
