@@ -150,26 +150,28 @@ enum Resolved {
     },
 }
 
-pub(crate) struct Cx<'d, 'a> {
-    pub(crate) decls: &'d [(usize, &'d Decl<'a>)],
+/// The checker's state for one program: its declarations, name tables, what each
+/// declaration resolved to, and the diagnostics so far.
+struct Cx<'d, 'a> {
+    decls: &'d [(usize, &'d Decl<'a>)],
     /// The files: their text, to echo a value as written; their names, to resolve
     /// paths relative to the file that gives them.
     files: &'a [SourceFile],
     /// A syntax error somewhere: some names may be missing, so nothing is "unused".
     broken: bool,
-    pub(crate) diags: Vec<Diagnostic>,
+    diags: Vec<Diagnostic>,
     /// Declarations of one kind share a namespace: (kind, name) to the index of the
     /// first declaration of that name in `decls`.
     names: FxHashMap<(DeclKind, &'a str), usize>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
-    pub(crate) types: Vec<Option<Fields<'a>>>,
+    types: Vec<Option<Fields<'a>>>,
     resolved: Vec<Resolved>,
     lower: Lower,
     /// Tests that checked clean, their steps naming declarations by index.
     tests: Vec<test_blocks::PendingTest>,
     /// Definitions and references, filled as names are resolved.
-    pub(crate) index: SymbolIndex,
+    index: SymbolIndex,
     /// Per declaration: its definition in the index (none for a nameless one).
     decl_def: Vec<Option<DefId>>,
     /// Per declaration: the definitions of its fields or parameters, in order.
@@ -178,7 +180,7 @@ pub(crate) struct Cx<'d, 'a> {
 
 /// An event's fields or an action's parameters: shared, so checking a call clones
 /// a pointer, not the list.
-pub(crate) type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
+type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
 
 impl<'d, 'a> Cx<'d, 'a> {
     fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
