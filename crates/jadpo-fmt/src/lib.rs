@@ -349,13 +349,19 @@ impl<'s> Printer<'s> {
         match &decl.body {
             Body::Block { params, block } => {
                 self.out.push_str(decl.name.text);
+                // Comments between the head and the `{` go to the `{` line: moved
+                // above the declaration, they would come before the comments of
+                // an action's parameters that precede them.
+                let mut head_end = decl.name.span.end;
                 if decl.kind == DeclKind::Action {
                     let open = self.find(decl.name.span.end, b'(');
                     let close = self.rfind(block.span.start, b')');
-                    self.list(params, open, close, ARGS, 2, |p, param| p.param(param));
+                    self.list(params, open, open, close, ARGS, 2, |p, param| p.param(param));
+                    head_end = close + 1;
                 }
                 self.out.push(' ');
-                self.block(block, DECL_BLOCK, 0);
+                let close = block.span.end.saturating_sub(1);
+                self.list(&block.entries, head_end, block.span.start, close, DECL_BLOCK, 0, |p, e| p.entry(e));
             }
             Body::Steps { steps, .. } => {
                 // A test's name is its string, quotes included in the span.
@@ -363,7 +369,7 @@ impl<'s> Printer<'s> {
                 self.out.push(' ');
                 let open = self.find(decl.name.span.end, b'{');
                 let close = decl.span.end.saturating_sub(1);
-                self.list(steps, open, close, DECL_BLOCK, 0, |p, step| p.step(step));
+                self.list(steps, decl.name.span.end, open, close, DECL_BLOCK, 0, |p, step| p.step(step));
             }
             // Only a text with syntax errors has broken declarations, and such a text
             // is not formatted; written as in the source should one ever get here.
@@ -453,7 +459,9 @@ impl<'s> Printer<'s> {
 
     fn block(&mut self, block: &Block<'_>, brackets: Brackets, reserve: usize) {
         let close = block.span.end.saturating_sub(1);
-        self.list(&block.entries, block.span.start, close, brackets, reserve, |p, entry| p.entry(entry));
+        self.list(&block.entries, block.span.start, block.span.start, close, brackets, reserve, |p, entry| {
+            p.entry(entry)
+        });
     }
 
     fn entry(&mut self, entry: &Entry<'_>) {
@@ -500,12 +508,12 @@ impl<'s> Printer<'s> {
                 self.out.push_str(name.text);
                 let open = self.find(name.span.end, b'(');
                 let close = value.span.end.saturating_sub(1);
-                self.list(args, open, close, ARGS, reserve, |p, arg| p.value(arg, 1));
+                self.list(args, open, open, close, ARGS, reserve, |p, arg| p.value(arg, 1));
             }
             ValueKind::Block(block) => self.block(block, BLOCK, reserve),
             ValueKind::List(items) => {
                 let close = value.span.end.saturating_sub(1);
-                self.list(items, value.span.start, close, LIST, reserve, |p, item| p.item(item, 1));
+                self.list(items, value.span.start, value.span.start, close, LIST, reserve, |p, item| p.item(item, 1));
             }
         }
     }
@@ -520,17 +528,20 @@ impl<'s> Printer<'s> {
     }
 
     /// Writes a bracketed list whose brackets are at `open` and `close` in the
-    /// source: on one line when it may and fits, else one child per line.
+    /// source: on one line when it may and fits, else one child per line. Comments
+    /// from `lead` on (`open` or before it) are written inside the brackets.
+    #[allow(clippy::too_many_arguments)]
     fn list<T: Child>(
         &mut self,
         children: &[T],
+        lead: u32,
         open: u32,
         close: u32,
         brackets: Brackets,
         reserve: usize,
         write: impl Fn(&mut Self, &T),
     ) {
-        self.tok(open);
+        self.tok(lead);
         self.out.push_str(brackets.open);
         let has_comment = self.comment_before(close);
         if children.is_empty() && !has_comment {

@@ -127,13 +127,17 @@ test "empty" {}
 
 #[test]
 fn line_endings_tabs_and_trailing_whitespace_are_normalised() {
-    let src = "event E {\r\n\tid: string   \r\n\tn: int\t// tabbed\r\n}\r\n\r\n\r\n\r\nevent F {\r\n\tid: string\r\n}   ";
+    let src =
+        "event E {\r\n\tid: string   \r\n\tn: int\t// tabbed\r\n}\r\n\r\n\r\n\r\nevent F {\r\n\tid: string\r\n}   ";
     assert_eq!(fmt(src), "event E {\n    id: string\n    n: int // tabbed\n}\n\nevent F {\n    id: string\n}\n");
 }
 
 #[test]
 fn declarations_are_separated_by_exactly_one_empty_line() {
-    assert_eq!(fmt("event A { id: string } event B { id: string }"), "event A {\n    id: string\n}\n\nevent B {\n    id: string\n}\n");
+    assert_eq!(
+        fmt("event A { id: string } event B { id: string }"),
+        "event A {\n    id: string\n}\n\nevent B {\n    id: string\n}\n"
+    );
     assert_eq!(
         fmt("event A { id: string }\n\n\n\n// B\n\n\n\nevent B { id: string }\n"),
         "event A {\n    id: string\n}\n\n// B\n\nevent B {\n    id: string\n}\n"

@@ -2,3 +2,4 @@
 //! linking happens once.
 
 mod layout;
+mod props;
