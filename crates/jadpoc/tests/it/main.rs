@@ -5,6 +5,7 @@ mod common;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
 mod check_cli;
+mod fmt_cli;
 mod http_e2e;
 mod plan_cli;
 mod runtime_e2e;
