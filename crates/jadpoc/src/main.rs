@@ -38,6 +38,8 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Show when each attempt of each subscriber's budget starts.
     Plan(cmd::plan::PlanArgs),
+    /// Rewrite files in the canonical layout, keeping every comment.
+    Fmt(cmd::fmt::FmtArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Breakers(args) => cmd::breakers::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Fmt(args) => cmd::fmt::run(args),
     }
 }
 
