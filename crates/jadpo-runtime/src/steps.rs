@@ -10,7 +10,7 @@
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
-use crate::events::{Line, Logger, alert_line, attempt_line, claim_line, schedule_line};
+use crate::events;
 use crate::payload::call_args;
 use crate::rng::RandomSource;
 use crate::rules::breaker;
@@ -60,7 +60,6 @@ pub struct Runtime {
     drivers: Vec<Arc<dyn Driver>>,
     subscribers: HashMap<String, usize>,
     schedules: Vec<ScheduleSpec>,
-    pub(crate) logger: Arc<Logger>,
     pub(crate) wake: Arc<Notify>,
     random: RandomSource,
     pub(crate) config: RuntimeConfig,
@@ -76,7 +75,6 @@ impl Runtime {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         drivers: Vec<Arc<dyn Driver>>,
-        logger: Arc<Logger>,
         random: RandomSource,
         config: RuntimeConfig,
     ) -> Runtime {
@@ -93,7 +91,6 @@ impl Runtime {
             drivers,
             subscribers,
             schedules,
-            logger,
             wake: Arc::new(Notify::new()),
             random,
             config,
@@ -145,8 +142,9 @@ impl Runtime {
             let decision = self.decide_claim(c, now_ms);
             breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms)
         })?;
-        let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now_ms, *id, sub, d)).collect();
-        self.logger.write(&lines);
+        for (id, subscriber, decision) in &report.ended {
+            events::ended_at_claim(now_ms, *id, subscriber, decision);
+        }
         Ok(report)
     }
 
@@ -205,24 +203,12 @@ impl Runtime {
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
         let written = self.store.record(&records)?;
-        let lines: Vec<Line> = written
-            .iter()
-            .filter_map(|&i| done.get(i))
-            .map(|d| {
-                let r = &d.recorded;
-                attempt_line(
-                    r.ended_at_ms,
-                    r.id,
-                    &d.subscriber,
-                    r.attempt,
-                    &r.outcome,
-                    &r.decision,
-                    r.ended_at_ms - r.started_at_ms,
-                )
-            })
-            .collect();
-        self.logger.write(&lines);
-        Ok(lines.len())
+        for d in written.iter().filter_map(|&i| done.get(i)) {
+            let r = &d.recorded;
+            let duration_ms = r.ended_at_ms - r.started_at_ms;
+            events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
+        }
+        Ok(written.len())
     }
 
     /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
@@ -231,8 +217,7 @@ impl Runtime {
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
         let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
         let sweep = self.store.sweep_breakers(now_ms, &lease_until)?;
-        let lines: Vec<Line> = sweep.alerts.iter().map(alert_line).collect();
-        self.logger.write(&lines);
+        sweep.alerts.iter().for_each(events::alert);
         if !sweep.woken.is_empty() || sweep.released > 0 {
             // A woken probe or released deliveries are due now.
             self.wake.notify_waiters();
@@ -286,7 +271,7 @@ impl Runtime {
     pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
         let failure = outcome.failure();
         let result = self.store.record_schedule(name, now_ms, failure.as_ref());
-        self.logger.write(&[schedule_line(now_ms, name, run, outcome)]);
+        events::schedule_run(now_ms, name, run, outcome);
         result
     }
 }

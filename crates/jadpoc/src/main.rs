@@ -2,6 +2,7 @@
 
 mod cmd;
 mod load;
+mod logging;
 mod render;
 
 use clap::{Parser, Subcommand};

@@ -13,7 +13,6 @@
 use crate::clock::{BoxFuture, Clock, VirtualClock, format_offset};
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver, FakeDriver};
-use crate::events::Logger;
 use crate::payload::{literal, new_event_from_value};
 use crate::rng::RandomSource;
 use crate::rules::Outcome;
@@ -213,15 +212,7 @@ impl Scenario {
         let drivers = slots.iter().map(|s| s.clone() as Arc<dyn Driver>).collect();
         let config = RuntimeConfig { workers: 1, batch: 1, ..RuntimeConfig::default() };
         let random = RandomSource::from_seed(seed);
-        let runtime = Runtime::new(
-            program.clone(),
-            store.clone(),
-            clock.clone(),
-            drivers,
-            Arc::new(Logger::silent()),
-            random,
-            config,
-        );
+        let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
         runtime.sync_schedules(START_MS)?;
         Ok(Scenario { program, runtime, clock, store, slots, inflight: None, tick_ran_at: None })
     }

@@ -6,7 +6,6 @@ use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::VirtualClock;
 use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::drivers::{Driver, FakeDriver};
-use jadpo_runtime::events::Logger;
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::rules::{self, Outcome};
 use jadpo_runtime::steps::Runtime;
@@ -39,7 +38,7 @@ fn runtime(drivers: Vec<Arc<dyn Driver>>) -> (Runtime, Arc<SqliteStore>, Arc<Vir
     let clock = Arc::new(VirtualClock::new(T0));
     let random = RandomSource::from_seed(1);
     let config = RuntimeConfig::default();
-    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), random, config);
+    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, random, config);
     (rt, store, clock)
 }
 
