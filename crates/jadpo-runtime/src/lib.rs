@@ -1,5 +1,6 @@
 //! The jadpo outbox runtime.
 //!
+//! - [`codes`]: the registry of runtime codes (attempt failures, ingest refusals).
 //! - [`rules`]: the pure rules of a delivery's life and of the circuit breakers (no
 //!   IO, no clock, no global RNG).
 //! - [`steps`]: the [`steps::Runtime`] and its steps (claim, prepare a call,
@@ -18,6 +19,7 @@
 //! - [`events`]: the run's log events.
 
 pub mod clock;
+pub mod codes;
 pub mod config;
 pub mod drive;
 pub mod drivers;

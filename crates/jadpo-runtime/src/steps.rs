@@ -8,6 +8,7 @@
 //! ([`crate::drive::scenario`]).
 
 use crate::clock::Clock;
+use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
@@ -127,7 +128,7 @@ impl Runtime {
                 ClaimDecision::Run { lease_expired, .. }
                 | ClaimDecision::Hold { lease_expired, .. }
                 | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
-                    failure: Failure::new("runtime.unknown_subscriber", FailureKind::InternalFault),
+                    failure: Failure::new(RuntimeCode::RuntimeUnknownSubscriber, FailureKind::InternalFault),
                     because: FailedBecause::Defect,
                     lease_expired,
                 },
@@ -151,19 +152,19 @@ impl Runtime {
     /// The call a claimed delivery makes, or the defect that stops it before it is
     /// made (as the outcome to record).
     pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
-        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
         let Some(&si) = self.subscribers.get(&c.subscriber) else {
-            return Err(defect("runtime.unknown_subscriber"));
+            return Err(defect(RuntimeCode::RuntimeUnknownSubscriber));
         };
         let sub = &self.program.subscribers[si];
         let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
-            return Err(defect("runtime.bad_payload"));
+            return Err(defect(RuntimeCode::RuntimeBadPayload));
         };
         let Some(action) = self.program.actions.get(sub.call.action) else {
-            return Err(defect("runtime.unknown_action"));
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
         };
         let Some(driver) = self.drivers.get(action.connection) else {
-            return Err(defect("runtime.no_driver"));
+            return Err(defect(RuntimeCode::RuntimeNoDriver));
         };
         let request = CallRequest {
             action: action.name.clone(),
@@ -246,14 +247,14 @@ impl Runtime {
 
     /// The call a schedule's run makes, or the defect that stops it.
     pub fn prepare_schedule(&self, name: &str, started_ms: i64) -> Result<PreparedCall, Outcome> {
-        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
         let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
-            return Err(defect("runtime.unknown_schedule"));
+            return Err(defect(RuntimeCode::RuntimeUnknownSchedule));
         };
         let Some((action, driver)) =
             self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?)))
         else {
-            return Err(defect("runtime.unknown_action"));
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
         };
         let request = CallRequest {
             action: action.name.clone(),

@@ -11,6 +11,7 @@
 //! `timeout:`, during which nothing else runs.
 
 use crate::clock::{BoxFuture, Clock, VirtualClock, format_offset};
+use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver, FakeDriver};
 use crate::payload::{literal, new_event_from_value};
@@ -29,7 +30,7 @@ use std::task::{Context, Poll, Waker};
 pub const START_MS: i64 = 0;
 
 /// The code of the failure a connection with no fake answers in a test.
-pub const CODE_NO_FAKE: &str = "fake.none";
+pub const CODE_NO_FAKE: &str = RuntimeCode::FakeNone.as_str();
 
 /// A connection's driver in a test: a `fake` step swaps what is inside.
 struct Slot {

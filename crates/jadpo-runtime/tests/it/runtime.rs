@@ -82,3 +82,25 @@ fn a_connection_without_a_driver_ends_its_calls_as_a_defect() {
         Some((FailureKind::InternalFault, "runtime.no_driver".into()))
     );
 }
+
+/// docs/runtime.md's "Codes" section is the registry's current rendering.
+#[test]
+fn codes_reference_in_runtime_md_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/runtime.md");
+    let text = std::fs::read_to_string(&path).expect("read docs/runtime.md");
+    let (start, end) = ("<!-- codes:start -->\n", "<!-- codes:end -->");
+    let (Some(a), Some(b)) = (text.find(start), text.find(end)) else {
+        panic!("docs/runtime.md lacks its codes markers");
+    };
+    let want = jadpo_runtime::codes::markdown();
+    let found = &text[a + start.len()..b];
+    if found != want && std::env::var_os("JADPO_BLESS").is_some() {
+        let fresh = format!("{}{want}{}", &text[..a + start.len()], &text[b..]);
+        std::fs::write(&path, fresh).expect("write docs/runtime.md");
+        return;
+    }
+    assert!(
+        found == want,
+        "docs/runtime.md's codes are out of date: run `JADPO_BLESS=1 cargo test -p jadpo-runtime --test it codes`"
+    );
+}
