@@ -7,6 +7,7 @@
 //! ([`crate::drive::live`]) and the sequential virtual-time driver of `jadpoc test`
 //! ([`crate::drive::scenario`]).
 
+use crate::breaker_view::{BreakerView, Gate};
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
@@ -63,7 +64,19 @@ pub struct Runtime {
     schedules: Vec<ScheduleSpec>,
     pub(crate) wake: Arc<Notify>,
     random: RandomSource,
+    breakers: BreakerView,
     pub(crate) config: RuntimeConfig,
+}
+
+/// What a claim took, and how many due deliveries it left for a later claim
+/// because their connection has as many attempts in flight as it may.
+#[derive(Debug, Default)]
+pub struct DueClaim {
+    /// The store's report of the claim.
+    pub report: ClaimReport,
+    /// Due deliveries left for later (a slot frees when an attempt concludes,
+    /// which wakes the claim loops).
+    pub waiting: usize,
 }
 
 impl Runtime {
@@ -79,6 +92,7 @@ impl Runtime {
         random: RandomSource,
         config: RuntimeConfig,
     ) -> Runtime {
+        let breakers = BreakerView::new(&program);
         let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let schedules = program
             .schedules
@@ -94,6 +108,7 @@ impl Runtime {
             schedules,
             wake: Arc::new(Notify::new()),
             random,
+            breakers,
             config,
         }
     }
@@ -108,12 +123,12 @@ impl Runtime {
         self.wake.clone()
     }
 
-    /// A subscriber's run time limit (the default for one this program no longer
-    /// has), from which its leases are made.
+    /// A subscriber's run time limit, from which its leases are made. The checker
+    /// filled in the default (`budget::DEFAULT_RUN_TIMEOUT_MS`), so it is not
+    /// applied again here; a subscriber this program no longer has gets none: its
+    /// deliveries are given up at their claim and never run.
     pub(crate) fn run_timeout_ms(&self, subscriber: &str) -> u64 {
-        self.subscribers
-            .get(subscriber)
-            .map_or(jadpo_check::budget::DEFAULT_RUN_TIMEOUT_MS, |&i| self.program.subscribers[i].timeout_ms)
+        self.subscribers.get(subscriber).map_or(0, |&i| self.program.subscribers[i].timeout_ms)
     }
 
     /// The core's claim decision for a candidate at `now_ms`.
@@ -136,17 +151,45 @@ impl Runtime {
         }
     }
 
-    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each, and
-    /// log those ended at their claim. The claimed ones are to be run.
-    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<ClaimReport, StoreError> {
+    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each (the
+    /// breaker as this process knows it, see [`BreakerView`]), and log those ended
+    /// at their claim. The claimed ones are to be run.
+    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
+        let mut taken: HashMap<String, usize> = HashMap::new();
+        let mut waiting = 0;
         let report = self.store.claim(now_ms, limit, &mut |c| {
             let decision = self.decide_claim(c, now_ms);
-            breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms)
+            let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+            if next.is_some() {
+                // The probe: the store's row decides it, conditionally.
+                return (decision, next);
+            }
+            let n = taken.get(&c.connection).copied().unwrap_or(0);
+            match self.breakers.gate(&c.connection, &c.breaker, &decision, n) {
+                Gate::Run => {
+                    if matches!(decision, ClaimDecision::Run { .. }) {
+                        *taken.entry(c.connection.clone()).or_default() += 1;
+                    }
+                    (decision, None)
+                }
+                Gate::Hold => (decision.held(), None),
+                Gate::Wait => {
+                    waiting += 1;
+                    (ClaimDecision::Skip, None)
+                }
+            }
         })?;
+        let mut started: HashMap<&str, usize> = HashMap::new();
+        for c in &report.run {
+            *started.entry(c.connection.as_str()).or_default() += 1;
+        }
+        for (connection, n) in started {
+            self.breakers.started(connection, n);
+        }
         for (id, subscriber, decision) in &report.ended {
             events::ended_at_claim(now_ms, *id, subscriber, decision);
         }
-        Ok(report)
+        Ok(DueClaim { report, waiting })
     }
 
     /// The call a claimed delivery makes, or the defect that stops it before it is
@@ -184,6 +227,10 @@ impl Runtime {
         let budget =
             self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
         let decision = self.random.with(|rng| decide_after_attempt(&c.record, &budget, &outcome, now_ms, rng));
+        if self.breakers.concluded(&c.connection, c.id, &outcome, now_ms) {
+            // A claim may have left deliveries for this connection's free slot.
+            self.wake.notify_waiters();
+        }
         Done {
             recorded: Recorded {
                 id: c.id,
@@ -203,7 +250,13 @@ impl Runtime {
     /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
-        let written = self.store.record(&records)?;
+        let written = self.store.record(&records);
+        // Recorded or not (a delivery not written comes back at its lease's end),
+        // the store's row speaks for these outcomes from now on.
+        for r in &records {
+            self.breakers.recorded(&r.connection, r.id);
+        }
+        let written = written?;
         for d in written.iter().filter_map(|&i| done.get(i)) {
             let r = &d.recorded;
             let duration_ms = r.ended_at_ms - r.started_at_ms;

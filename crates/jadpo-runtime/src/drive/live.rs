@@ -16,7 +16,7 @@
 use crate::config::{STORE_ERROR_PAUSE_MS, TICK_MS};
 use crate::events;
 use crate::rules::{self, Outcome};
-use crate::steps::{Done, PreparedCall, RunSummary, Runtime};
+use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
 use crate::store::{Claimed, StoreError};
 use jadpo_check::program::FailureKind;
 use std::future::Future;
@@ -185,8 +185,8 @@ async fn claim_loop(
         let now = rt.clock.now_ms();
         let r = rt.clone();
         let report = blocking(move || r.claim_due(now, limit)).await;
-        let report = match report {
-            Ok(report) => report,
+        let DueClaim { report, waiting } = match report {
+            Ok(claim) => claim,
             Err(e) => {
                 drop(permits);
                 events::error(now, &e);
@@ -216,9 +216,11 @@ async fn claim_loop(
         drop(permits);
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
-            // other processes added, an in-process emit, or the stop.
+            // other processes added, an in-process emit, an attempt's end freeing a
+            // connection's slot, or the stop. Deliveries left waiting for a slot
+            // are due already: they wait for the wake (or the poll), not their time.
             let store = rt.store.clone();
-            let next = blocking(move || store.next_due_ms()).await.ok().flatten();
+            let next = if waiting > 0 { None } else { blocking(move || store.next_due_ms()).await.ok().flatten() };
             let until = next.unwrap_or(i64::MAX).min(now.saturating_add(rules::ms_i64(rt.config.poll_ms)));
             tokio::select! {
                 _ = rt.wake.notified() => {}

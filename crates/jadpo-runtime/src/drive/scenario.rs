@@ -255,7 +255,7 @@ impl Scenario {
             let now = self.now_ms();
             if due.is_some_and(|d| d <= now) {
                 // Attempts first, one at a time; the tick runs once they are drained.
-                let report = self.runtime.claim_due(now, 1)?;
+                let report = self.runtime.claim_due(now, 1)?.report;
                 self.tick_ran_at = None;
                 if report.changed() == 0 {
                     // Nothing else runs meanwhile, so a due delivery the claim
