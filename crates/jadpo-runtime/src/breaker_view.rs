@@ -72,34 +72,41 @@ impl BreakerView {
         }
     }
 
-    /// What to do with a claim's `decision` for `delivery` on `connection`, whose
-    /// store row is `row`, given `taken` deliveries of that connection this claim
-    /// already runs. Only a plain run is gated: a probe, a hold or an end is the
-    /// store row's to decide.
-    pub fn gate(&self, connection: &str, row: &BreakerRow, decision: &ClaimDecision, taken: usize) -> Gate {
+    /// What to do with a claim's `decision` on `connection`, whose store row is
+    /// `row`. Only a plain run is gated (a probe, a hold or an end is the store
+    /// row's to decide); a run is counted in flight at once, so claims of other
+    /// loops see it (see [`BreakerView::not_started`]).
+    pub fn gate(&self, connection: &str, row: &BreakerRow, decision: &ClaimDecision) -> Gate {
         if !matches!(decision, ClaimDecision::Run { .. }) {
             return Gate::Run;
         }
-        let map = self.lock();
+        let limit = self.limit(connection);
+        let mut map = self.lock();
         // A connection nothing is known of in this process has not answered yet.
-        let none = Connection::default();
-        let c = map.get(connection).unwrap_or(&none);
+        let c = map.entry(connection.to_string()).or_default();
         let view = fold(row, &c.unrecorded);
         if view.state != BreakerState::Closed {
             return Gate::Hold;
         }
         let proven = c.answering && view.failures_in_a_row == 0;
-        if !proven && c.in_flight + taken >= self.limit(connection) { Gate::Wait } else { Gate::Run }
+        if !proven && c.in_flight >= limit {
+            return Gate::Wait;
+        }
+        c.in_flight += 1;
+        Gate::Run
     }
 
     fn limit(&self, connection: &str) -> usize {
         self.limits.get(connection).copied().unwrap_or(1)
     }
 
-    /// Attempts on `connection` claimed to run.
-    pub fn started(&self, connection: &str, n: usize) {
-        if n > 0 {
-            self.lock().entry(connection.to_string()).or_default().in_flight += n;
+    /// `n` runs [`BreakerView::gate`] let through on `connection` did not start
+    /// (another process changed the delivery first, or the claim failed).
+    pub fn not_started(&self, connection: &str, n: usize) {
+        if n > 0
+            && let Some(c) = self.lock().get_mut(connection)
+        {
+            c.in_flight = c.in_flight.saturating_sub(n);
         }
     }
 

@@ -155,20 +155,20 @@ impl Runtime {
     /// breaker as this process knows it, see [`BreakerView`]), and log those ended
     /// at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
-        let mut taken: HashMap<String, usize> = HashMap::new();
+        // Runs let through, by connection, to give back those that did not start.
+        let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
-        let report = self.store.claim(now_ms, limit, &mut |c| {
+        let claimed = self.store.claim(now_ms, limit, &mut |c| {
             let decision = self.decide_claim(c, now_ms);
             let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
             if next.is_some() {
                 // The probe: the store's row decides it, conditionally.
                 return (decision, next);
             }
-            let n = taken.get(&c.connection).copied().unwrap_or(0);
-            match self.breakers.gate(&c.connection, &c.breaker, &decision, n) {
+            match self.breakers.gate(&c.connection, &c.breaker, &decision) {
                 Gate::Run => {
                     if matches!(decision, ClaimDecision::Run { .. }) {
-                        *taken.entry(c.connection.clone()).or_default() += 1;
+                        *let_through.entry(c.connection.clone()).or_default() += 1;
                     }
                     (decision, None)
                 }
@@ -178,14 +178,17 @@ impl Runtime {
                     (ClaimDecision::Skip, None)
                 }
             }
-        })?;
-        let mut started: HashMap<&str, usize> = HashMap::new();
-        for c in &report.run {
-            *started.entry(c.connection.as_str()).or_default() += 1;
+        });
+        let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
+        for c in started {
+            if let Some(n) = let_through.get_mut(&c.connection) {
+                *n = n.saturating_sub(1);
+            }
         }
-        for (connection, n) in started {
-            self.breakers.started(connection, n);
+        for (connection, n) in let_through {
+            self.breakers.not_started(&connection, n);
         }
+        let report = claimed?;
         for (id, subscriber, decision) in &report.ended {
             events::ended_at_claim(now_ms, *id, subscriber, decision);
         }

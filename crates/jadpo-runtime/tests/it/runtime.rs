@@ -3,14 +3,15 @@
 
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::clock::VirtualClock;
+use jadpo_runtime::clock::{Clock, SystemClock, VirtualClock};
 use jadpo_runtime::config::RuntimeConfig;
-use jadpo_runtime::drivers::{Driver, FakeDriver};
+use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::steps::Runtime;
+use jadpo_runtime::steps::{RunSummary, Runtime};
 use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, SqliteStore, Store};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -136,7 +137,8 @@ fn a_failing_connection_gets_five_attempts_plus_those_in_flight_before_the_rest_
     let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let clock = Arc::new(VirtualClock::new(T0));
-    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(Vec::new())), Arc::new(FakeDriver::new(Vec::new()))];
+    let drivers: Vec<Arc<dyn Driver>> =
+        vec![Arc::new(FakeDriver::new(Vec::new())), Arc::new(FakeDriver::new(Vec::new()))];
     let rt = Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), RuntimeConfig::default());
     let events: Vec<NewEvent> = (0..50)
         .map(|i| NewEvent {
@@ -185,4 +187,69 @@ fn a_failing_connection_gets_five_attempts_plus_those_in_flight_before_the_rest_
     assert!(states("audit").iter().all(|s| *s == DeliveryState::Succeeded), "the healthy connection delivered all");
     let row = store.breakers().expect("breakers").into_iter().find(|b| b.connection == "down").expect("a row");
     assert_eq!(row.row.state, jadpo_check::program::BreakerState::Open);
+}
+
+const HANGING: &str = r#"
+event Paid { id: string }
+
+connection c { url: "http://127.0.0.1:9/x" }
+
+action record(id: string) { via: c }
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+    timeout: 1m
+}
+"#;
+
+/// A stop lets running attempts finish for the grace period; those still running
+/// then (a call that never answers) are cut off and counted `abandoned`. Nothing is
+/// recorded for them: they stay `running`, their attempt counted, and a claim after
+/// their lease takes them back, recording `lease_expired`.
+#[test]
+fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: HANGING.into() }], Lower::Yes);
+    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let events: Vec<NewEvent> = (0..2)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        })
+        .collect();
+    let clock = Arc::new(SystemClock);
+    store.emit(&events, clock.now_ms()).expect("emit");
+    let hang = parse_answers("hang").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
+    let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let running = || {
+        let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
+        store.deliveries(&filter).expect("read")
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while running().len() < 2 {
+        assert!(Instant::now() < deadline, "the attempts never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    let summary = tokio.block_on(run).expect("the run's task").expect("the run");
+    assert_eq!(summary, RunSummary { recorded: 0, abandoned: 2 });
+
+    let cut_off = running();
+    assert_eq!(cut_off.len(), 2, "cut off, still running");
+    let lease_end = cut_off.iter().filter_map(|d| d.lease_until_ms).max().expect("leased");
+    assert!(cut_off.iter().all(|d| d.attempts == 1));
+    let again = rt.claim_due(lease_end + 1, 10).expect("claim").report.run;
+    assert_eq!(again.iter().map(|c| c.attempt).collect::<Vec<_>>(), [2, 2]);
+    for c in again {
+        let (_, history) = store.delivery(c.id).expect("read").expect("a delivery");
+        assert_eq!(history.iter().map(|a| a.kind.as_deref()).collect::<Vec<_>>(), [Some("lease_expired")]);
+    }
 }
