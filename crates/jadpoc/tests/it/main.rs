@@ -2,7 +2,9 @@
 //! linking happens once.
 
 mod check_cli;
+mod cli;
 mod common;
+mod docs;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;

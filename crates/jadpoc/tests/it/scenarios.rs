@@ -165,9 +165,11 @@ fn filter_runs_only_the_tests_whose_name_contains_it() {
          ok   a Retry-After past the window fails at once\n\
          3 passed, 0 failed\n"
     );
+    // A filter that matches nothing fails, so that a typo cannot pass CI.
     let out = jadpoc_test(&["tests/scenarios/", "--filter", "no such test"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(stdout(&out), "no test's name contains `no such test`\n0 passed, 0 failed\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no test matches `no such test`"));
 }
 
 #[test]
