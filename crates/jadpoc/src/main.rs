@@ -3,6 +3,7 @@
 mod args;
 mod cmd;
 mod load;
+mod logging;
 mod render;
 mod store;
 

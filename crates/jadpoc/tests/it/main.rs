@@ -12,3 +12,4 @@ mod http_server;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod tidy;
