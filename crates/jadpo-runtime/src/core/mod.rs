@@ -7,6 +7,7 @@
 //! `jadpoc test`.
 
 pub mod breaker;
+pub mod hold;
 
 use jadpo_check::budget;
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};

@@ -3,7 +3,6 @@
 
 use super::deliveries::Format;
 use super::run::{DEFAULT_DB, open_store};
-use jadpo_runtime::store::Store;
 use jadpo_runtime::views;
 use std::path::PathBuf;
 use std::process::ExitCode;

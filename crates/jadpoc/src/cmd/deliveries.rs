@@ -4,7 +4,7 @@
 use super::run::{DEFAULT_DB, open_store};
 use jadpo_check::program::DeliveryState;
 use jadpo_runtime::clock::{Clock, SystemClock};
-use jadpo_runtime::store::{DeliveryFilter, RetryResult, Store};
+use jadpo_runtime::store::{DeliveryFilter, RetryResult};
 use jadpo_runtime::views;
 use std::path::PathBuf;
 use std::process::ExitCode;

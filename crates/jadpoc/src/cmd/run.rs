@@ -8,7 +8,7 @@ use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{Ingest, serve};
 use jadpo_runtime::log::{LogFormat, Logger};
-use jadpo_runtime::store::{SqliteStore, Store};
+use jadpo_runtime::store::{self, Location, OpenOptions, Store};
 use jadpo_runtime::workers::{Runtime, RuntimeConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -51,21 +51,13 @@ enum LogFormatArg {
     Json,
 }
 
-/// Open (or create, with its folder) the store at `db`; a one-line message and
-/// exit 2 when it cannot be.
-pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
-    if !create && !db.exists() {
-        eprintln!("jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)", db.display());
-        return Err(ExitCode::from(2));
-    }
-    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.exists()
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        eprintln!("jadpoc: cannot create `{}`: {e}", parent.display());
-        return Err(ExitCode::from(2));
-    }
-    SqliteStore::open(db).map_err(|e| {
+/// Open the store at `db`: read-write (created with its folder if missing) when
+/// `create`, else read-only (the listing commands only read). A one-line message
+/// and exit 2 when it cannot be.
+pub fn open_store(db: &Path, create: bool) -> Result<Box<dyn Store>, ExitCode> {
+    let location = Location::parse(&db.to_string_lossy());
+    let options = if create { OpenOptions::read_write() } else { OpenOptions::read_only() };
+    store::open(&location, options).map_err(|e| {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
     })
@@ -138,7 +130,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     let store: Arc<dyn Store> = match open_store(&args.db, true) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => Arc::from(s),
         Err(code) => return code,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
