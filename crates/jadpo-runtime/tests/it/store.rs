@@ -7,7 +7,7 @@ use crate::common;
 use common::fixture::{self, Fixture, SqliteFile};
 use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome};
+use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
     DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
 };
@@ -93,7 +93,7 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses(f: 
     let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
     let first = claim(&*store, T0, 10).run.remove(0);
-    let lease_end = T0 + TIMEOUT_MS as i64 + core::LEASE_GRACE_MS as i64;
+    let lease_end = T0 + TIMEOUT_MS as i64 + rules::LEASE_GRACE_MS as i64;
     assert_eq!(first.record.lease_until_ms, Some(lease_end));
     assert_eq!(store.next_due_ms().unwrap(), Some(lease_end));
     assert!(claim(&*store, lease_end - 1, 10).run.is_empty());
@@ -158,7 +158,7 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history(f: &dyn Fixture) {
             started_at_ms: T0,
             ended_at_ms: T0 + 1,
             outcome,
-            decision: Decision::Failed { failure, because: core::FailedBecause::NotRetryable },
+            decision: Decision::Failed { failure, because: rules::FailedBecause::NotRetryable },
         }])
         .unwrap();
     let later = T0 + 86_400_000 * 3;
@@ -297,7 +297,7 @@ fn schedules_are_due_every_period_and_catch_up_once(f: &dyn Fixture) {
     assert!(store.claim_schedules(&specs, T0 + 10 * 60_000 + 6).unwrap().is_empty());
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 11 * 60_000));
     // Run 1's late end is not the latest run's: nothing is written.
-    let failure = jadpo_runtime::core::Failure::new("fake.unavailable", FailureKind::Unavailable);
+    let failure = jadpo_runtime::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
     assert!(!store.record_schedule("nightly", 1, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
     assert!(store.record_schedule("nightly", 2, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
 }
@@ -328,7 +328,7 @@ fn a_delivery_keeps_why_it_ended(f: &dyn Fixture) {
             rec(
                 &run[1],
                 rejected,
-                Decision::Failed { failure: rejected_f, because: core::FailedBecause::NotRetryable },
+                Decision::Failed { failure: rejected_f, because: rules::FailedBecause::NotRetryable },
             ),
             rec(&run[2], unknown, Decision::Parked { failure: unknown_f }),
         ])
@@ -364,6 +364,34 @@ fn an_expired_lease_on_the_last_attempt_ends_attempts_used(f: &dyn Fixture) {
     assert_eq!(h.len(), 1, "the lost attempt is recorded once");
 }
 
+fn each_attempt_keeps_its_failure_reason(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&[event(1)], T0).unwrap();
+    let c = claim(&*store, T0, 10).run.remove(0);
+    let outcome = match Outcome::fail(FailureKind::Unavailable, "transport.connect") {
+        Outcome::Failed(call) => Outcome::Failed(call.with_reason("connection refused")),
+        other => other,
+    };
+    let failure = outcome.failure().unwrap();
+    assert_eq!(failure.reason.as_deref(), Some("connection refused"));
+    let rec = Recorded {
+        id: c.id,
+        connection: c.connection.clone(),
+        attempt: 1,
+        started_at_ms: c.claimed_at_ms,
+        ended_at_ms: T0 + 1,
+        outcome,
+        decision: Decision::Retry { due_at_ms: T0 + 5_000, failure },
+    };
+    store.record(&[rec]).unwrap();
+    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    assert_eq!(h[0].reason.as_deref(), Some("connection refused"));
+    assert_eq!(d.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
+    // The next claim keeps it on the record the core sees.
+    let again = claim(&*store, T0 + 5_000, 10).run.remove(0);
+    assert_eq!(again.record.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
+}
+
 /// Each test of the suite above, run on the store a fixture function gives
 /// (`None`: that store is not available here, and the fixture said why).
 macro_rules! store_suite {
@@ -379,6 +407,7 @@ macro_rules! store_suite {
             two_handles_never_claim_one_delivery_twice,
             schedules_are_due_every_period_and_catch_up_once,
             a_delivery_keeps_why_it_ended,
+            each_attempt_keeps_its_failure_reason,
         );
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {

@@ -4,12 +4,14 @@
 
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::events::{LogFormat, Logger};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{Ingest, serve};
-use jadpo_runtime::log::{LogFormat, Logger};
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::{self, Location, OpenOptions, Store};
-use jadpo_runtime::workers::{Runtime, RuntimeConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,8 +29,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
     db: PathBuf,
     /// Claim loops running deliveries.
-    #[arg(long, value_name = "N", default_value_t = 4,
-          value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_WORKERS as u16,
+          value_parser = clap::value_parser!(u16).range(1..=config::MAX_WORKERS as i64))]
     workers: u16,
     /// Put the fake driver in place of a connection's: `--fake ledger='unavailable*5,ok'`.
     #[arg(long = "fake", value_name = "CONNECTION=ANSWERS")]
@@ -41,7 +43,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormatArg,
     /// Most deliveries one claim takes (for benchmarks).
-    #[arg(long, hide = true, default_value_t = 256)]
+    #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
 }
 
@@ -140,10 +142,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     }));
     let config = RuntimeConfig {
         workers: usize::from(args.workers),
-        batch: args.batch.clamp(1, 4096),
+        batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config));
+    let random = RandomSource::from_system();
+    let runtime =
+        Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {

@@ -3,8 +3,8 @@
 
 use super::super::{BreakerAlert, BreakerSweep, BreakerView};
 use super::{StoreError, u32_of};
-use crate::core::breaker::{self, BreakerRow};
-use crate::core::{self, hold};
+use crate::rules::breaker::{self, BreakerRow};
+use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, named_params};
@@ -88,7 +88,7 @@ pub(super) fn write_breaker(
     next: &BreakerRow,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    let pause_ms = core::ms_i64(next.pause_ms);
+    let pause_ms = rules::ms_i64(next.pause_ms);
     let state = next.state.as_str();
     // The next row's values, named once for both statements.
     let mut values: Vec<(&str, &dyn ToSql)> = vec![

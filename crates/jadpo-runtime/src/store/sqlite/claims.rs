@@ -5,8 +5,8 @@ use super::super::{ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, end_reaso
 use super::breakers::{read_breaker, write_breaker};
 use super::outcomes::{insert_attempt, reason_of};
 use super::{StoreError, failure_of, state_of, u32_of};
-use crate::core::breaker::BreakerRow;
-use crate::core::{ClaimDecision, Failure, Record};
+use crate::rules::breaker::BreakerRow;
+use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
 use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
 use std::collections::HashMap;
@@ -27,7 +27,7 @@ pub(super) struct Seen<'a> {
 
 /// The columns a claim reads (a delivery joined with its event).
 const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
-     d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.claimed_at, \
+     d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
      EXISTS (SELECT 1 FROM jadpo_handled h WHERE h.delivery_id = d.id) AS handled, \
      e.id AS event_id, e.name AS event, e.payload";
 
@@ -71,7 +71,7 @@ fn read_claim_rows(tx: &Transaction<'_>, state: &str, now_ms: i64, limit: usize)
             lease_until_ms: r.get("lease_until")?,
             budget_start_ms: r.get("budget_start")?,
             held_ms: r.get("held_ms")?,
-            last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?)?,
+            last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?, r.get("last_reason")?)?,
         };
         out.push(ClaimRow {
             candidate: ClaimCandidate {

@@ -26,7 +26,7 @@ use super::{
     DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
     StoreError,
 };
-use crate::core::Failure;
+use crate::rules::Failure;
 use jadpo_check::program::{DeliveryState, FailureKind};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
@@ -200,12 +200,17 @@ fn state_of(s: &str) -> Result<DeliveryState, StoreError> {
     DeliveryState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown state `{s}`")))
 }
 
-fn failure_of(code: Option<String>, kind: Option<String>) -> Result<Option<Failure>, StoreError> {
+/// A failure from its columns (code, kind, reason), if the row has one.
+fn failure_of(
+    code: Option<String>,
+    kind: Option<String>,
+    reason: Option<String>,
+) -> Result<Option<Failure>, StoreError> {
     match (code, kind) {
         (Some(code), Some(kind)) => {
             let kind = FailureKind::parse(&kind)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
-            Ok(Some(Failure::new(code, kind)))
+            Ok(Some(Failure { reason, ..Failure::new(code, kind) }))
         }
         _ => Ok(None),
     }

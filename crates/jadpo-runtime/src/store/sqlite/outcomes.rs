@@ -4,14 +4,14 @@
 use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::{StoreError, state_of, u32_of};
-use crate::core::breaker::{self, AfterAttempt, BreakerRow};
-use crate::core::{self, Decision, Failure, Record};
+use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
+use crate::rules::{self, Decision, Failure, Record};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, named_params, params};
 use std::collections::HashMap;
 
 /// A failure's short human reason, as the store keeps it.
-pub(super) fn reason_of(_failure: &Failure) -> Option<&str> {
-    None
+pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
+    failure.reason.as_deref()
 }
 
 pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
@@ -183,7 +183,7 @@ pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<V
             held_ms: 0,
             last_failure: None,
         };
-        let Some(fresh) = core::operator_retry(&record, now_ms) else {
+        let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));
             continue;
         };

@@ -4,14 +4,14 @@
 use super::super::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
 use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
 use super::{StoreError, failure_of, state_of, u32_of};
-use crate::core::breaker;
+use crate::rules::breaker;
 use jadpo_check::program::DeliveryState;
 use rusqlite::{Connection, Row, named_params};
 
 /// The columns of a delivery as listed; `reasons` is false on a store older than
 /// the reasons' columns (read-only handles only), which reads them as missing.
 fn view_columns(reasons: bool) -> String {
-    let extra = if reasons { "d.end_reason" } else { "NULL AS end_reason" };
+    let extra = if reasons { "d.end_reason, d.last_reason" } else { "NULL AS end_reason, NULL AS last_reason" };
     format!(
         "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
          d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, {extra}"
@@ -36,7 +36,7 @@ fn view_of(r: &Row<'_>) -> Result<DeliveryView, StoreError> {
         held_ms: r.get("held_ms")?,
         budget_start_ms: r.get("budget_start")?,
         created_at_ms: r.get("created_at")?,
-        last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?)?,
+        last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?, r.get("last_reason")?)?,
         end_reason: r.get("end_reason")?,
     })
 }

@@ -3,13 +3,13 @@
 
 use super::super::{ClaimedSchedule, ScheduleSpec};
 use super::StoreError;
-use crate::core::{self, Failure};
+use crate::rules::{self, Failure};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, named_params};
 
 pub(super) fn sync(conn: &mut Connection, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     for s in schedules {
-        let every = core::ms_i64(s.every_ms);
+        let every = rules::ms_i64(s.every_ms);
         tx.prepare_cached(
             "INSERT INTO jadpo_schedules (name, every_ms, first_seen, due_at) VALUES (:name, :every, :now, :due) \
              ON CONFLICT (name) DO UPDATE SET every_ms = excluded.every_ms",
@@ -53,7 +53,7 @@ pub(super) fn claim(
             .query_row(named_params! {":name": s.name, ":now": now_ms}, |r| Ok((r.get("due_at")?, r.get("runs")?)))
             .optional()?;
         let Some((due_at, runs)) = row else { continue };
-        let next = core::schedule_next_due_ms(due_at, s.every_ms, now_ms);
+        let next = rules::schedule_next_due_ms(due_at, s.every_ms, now_ms);
         if take_run(&tx, &s.name, due_at, next, now_ms)? {
             claimed.push(ClaimedSchedule { name: s.name.clone(), run: u64::try_from(runs + 1).unwrap_or(0) });
         }

@@ -6,8 +6,8 @@
 use super::super::{NewDelivery, NewEvent, Recorded, Store};
 use super::claims::{self, Seen};
 use super::{SqliteStore, breakers, outcomes, schedules};
-use crate::core::breaker::BreakerRow;
-use crate::core::{Decision, Failure, Outcome, Record};
+use crate::rules::breaker::BreakerRow;
+use crate::rules::{Decision, Failure, Outcome, Record};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use rusqlite::{Transaction, TransactionBehavior};
 
