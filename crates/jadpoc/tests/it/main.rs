@@ -9,3 +9,4 @@ mod http_server;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod store_cli;
