@@ -2,7 +2,7 @@
 # What CI runs for editor support, on a clean clone: the tree-sitter grammar (the
 # committed parser is what grammar.js generates; its corpus, highlight and tag tests;
 # every .jadpo file of the repository without a syntax error parses with no ERROR or
-# MISSING node), the TextMate grammar (scope and snapshot tests; every .jadpo file
+# MISSING node; the queries shipped for Neovim and Helix compile), the TextMate grammar (scope and snapshot tests; every .jadpo file
 # tokenizes, and those without a syntax error end with every block closed and no
 # invalid scope), and the VS Code extension (its tests; `vsce package`).
 #
@@ -44,10 +44,11 @@ else
   tree_sitter=$root/bin/tree-sitter
 fi
 echo "tree-sitter: $tree_sitter ($("$tree_sitter" --version))"
-# An empty configuration: parsers come from the grammar given, not from directories
-# a user configured.
+# A configuration of our own: parsers come from the grammar given, never from
+# directories a user configured.
 ts_config=$work/tree-sitter-config.json
-echo '{"parser-directories": []}' >"$ts_config"
+mkdir -p "$work/no-parsers"
+printf '{"parser-directories": ["%s"]}\n' "$work/no-parsers" >"$ts_config"
 
 for dir in grammar/textmate editors/vscode; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
@@ -67,6 +68,13 @@ echo "src/ is up to date"
 
 step "tree-sitter: corpus, highlight and tag tests"
 (cd "$grammar" && "$tree_sitter" test --config-path "$ts_config")
+
+step "queries for editors: folds, and Helix's queries in step with highlights.scm"
+editors/helix/sync-queries.sh --check
+for query in "$grammar/queries/folds.scm" editors/helix/queries/jadpo/*.scm; do
+  "$tree_sitter" query --config-path "$ts_config" -p "$grammar" --quiet "$query" examples/payments.jadpo
+done
+echo "every query compiles against the grammar"
 
 step "sort the repository's .jadpo files by whether jadpoc finds a syntax error"
 # A file with a `syntax.*` diagnostic is exempt from the clean-parse checks; which
