@@ -83,7 +83,18 @@ clean=$work/clean.txt
 broken=$work/broken.txt
 : >"$clean"
 : >"$broken"
-git ls-files -z --cached --others --exclude-standard -- '*.jadpo' | while IFS= read -r -d '' file; do
+files=$work/files
+git ls-files -z --cached --others --exclude-standard -- '*.jadpo' >"$files"
+# Generated programs too, where the shared tools are beside the repository: a large
+# valid one, and one with a mistake for the checker (not the parser) in 50 places.
+generator=${JADPO_SHARED:-$repo/../shared}/tools/gen_program.py
+if [ -f "$generator" ]; then
+  echo "with programs written by $generator"
+  python3 "$generator" --subscribers 2000 >"$work/generated.jadpo"
+  python3 "$generator" --subscribers 1000 --errors 50 >"$work/generated_errors.jadpo"
+  printf '%s\0' "$work/generated.jadpo" "$work/generated_errors.jadpo" >>"$files"
+fi
+while IFS= read -r -d '' file; do
   set +e
   json=$("$jadpoc" check --format json "$file" 2>"$work/check.err")
   status=$?
@@ -98,7 +109,7 @@ git ls-files -z --cached --others --exclude-standard -- '*.jadpo' | while IFS= r
   else
     echo "$file" >>"$clean"
   fi
-done
+done <"$files"
 echo "$(wc -l <"$clean") files without a syntax error, $(wc -l <"$broken") with one"
 if [ ! -s "$clean" ]; then
   echo "no .jadpo file without a syntax error was found" >&2
