@@ -1,21 +1,20 @@
 //! `jadpoc test`: run the program's `test` blocks in virtual time (testing.md).
 //!
 //! Each test runs on a fresh runtime (in-memory store, virtual clock, seeded random
-//! source) from [`jadpo_runtime::scenario`]; this module only picks the tests and
+//! source) from [`jadpo_runtime::drive::scenario`]; this module only picks the tests and
 //! seeds and prints the results. The output depends on the program and the seeds
 //! alone, so the same seed prints the same bytes.
 
-use jadpo_runtime::scenario::{TestFailure, run_test};
+use crate::args::ProgramPaths;
+use jadpo_runtime::drive::scenario::{TestFailure, run_test};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct TestArgs {
-    /// The program's files or folders (`.` when none).
-    #[arg(value_name = "PATH")]
-    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    program: ProgramPaths,
     /// Only the tests whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
@@ -48,19 +47,25 @@ fn run_seeds(
 }
 
 pub fn run(args: TestArgs) -> ExitCode {
-    let program = match crate::load::program_for_run(&args.paths) {
+    let program = match crate::load::program_for_run(&args.program.paths) {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
     let tests: Vec<_> =
         program.tests.iter().filter(|t| args.filter.as_deref().is_none_or(|f| t.name.contains(f))).collect();
     if tests.is_empty() {
-        let what = match &args.filter {
-            Some(f) => format!("no test's name contains `{f}`"),
-            None => "the program has no `test` blocks".to_string(),
+        // A filter that matches nothing is a mistake (a typo would otherwise pass
+        // CI); a program without tests is not.
+        return match &args.filter {
+            Some(f) => {
+                eprintln!("jadpoc: no test matches `{f}` (a test runs when its name contains the filter's text)");
+                ExitCode::from(1)
+            }
+            None => {
+                crate::print_stdout("the program has no `test` blocks\n0 passed, 0 failed\n");
+                ExitCode::SUCCESS
+            }
         };
-        crate::print_stdout(&format!("{what}\n0 passed, 0 failed\n"));
-        return ExitCode::SUCCESS;
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     for test in tests {
