@@ -131,7 +131,7 @@ step "VS Code extension: tests and vsce package"
   cd editors/vscode
   npm test --silent
   # No repository URL is published yet; everything else vsce checks applies.
-  npx --no-install vsce package --allow-missing-repository --out "$work/jadpo.vsix" </dev/null
+  npx --no-install @vscode/vsce package --allow-missing-repository --out "$work/jadpo.vsix" </dev/null
 )
 # The package holds what VS Code loads: the grammar copied in and the language client.
 node -e '
