@@ -22,7 +22,7 @@ function commaSep(rule) {
 
 const DIGITS = '[0-9][0-9_]*';
 
-module.exports = grammar({
+export default grammar({
   name: 'jadpo',
 
   extras: $ => [/[ \t\r\n\f]/, $.line_comment, $.block_comment],
