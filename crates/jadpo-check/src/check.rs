@@ -8,6 +8,7 @@
 
 use crate::budget::*;
 use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::index::{Def, DefId, SymbolIndex, SymbolKind};
 use crate::program::{self as p, BaseType, Program, Type};
 use crate::registry::{Code, Severity};
 use crate::suggest::did_you_mean;
@@ -23,6 +24,9 @@ pub struct Checked {
     pub diagnostics: Vec<Diagnostic>,
     /// The checked program, when there are no errors and it was asked for.
     pub program: Option<Program>,
+    /// Every declaration and reference, as resolved; built by every check, errors
+    /// or not.
+    pub index: SymbolIndex,
 }
 
 impl Checked {
@@ -80,7 +84,9 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
         None
     };
     diags.sort_by_key(|d| (d.file, d.span.start, d.span.end));
-    Checked { diagnostics: diags, program }
+    let mut index = std::mem::take(&mut cx.index);
+    index.finish();
+    Checked { diagnostics: diags, program, index }
 }
 
 fn syntax_code(kind: SyntaxErrorKind) -> Code {
@@ -122,6 +128,12 @@ pub(crate) struct Cx<'d, 'a> {
     lower: Lower,
     /// Tests that checked clean, their steps naming declarations by index.
     pub(crate) tests: Vec<crate::tests::PendingTest>,
+    /// Definitions and references, filled as names are resolved.
+    pub(crate) index: SymbolIndex,
+    /// Per declaration: its definition in the index (none for a nameless one).
+    decl_def: Vec<Option<DefId>>,
+    /// Per declaration: the definitions of its fields or parameters, in order.
+    member_defs: Vec<Vec<DefId>>,
 }
 
 /// An event's fields or an action's parameters: shared, so checking a call clones
@@ -197,6 +209,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             resolved: if lower == Lower::Yes { vec![Resolved::default(); n] } else { Vec::new() },
             tests: Vec::new(),
             lower,
+            index: SymbolIndex::default(),
+            decl_def: vec![None; n],
+            member_defs: vec![Vec::new(); n],
         }
     }
 
@@ -223,6 +238,20 @@ impl<'d, 'a> Cx<'d, 'a> {
                 continue;
             }
             let key = (decl.kind, decl.name.text);
+            let name = match &decl.body {
+                Body::Steps { title, .. } => title.to_string(),
+                _ => decl.name.text.to_string(),
+            };
+            self.decl_def[index] = Some(self.index.define(Def {
+                name,
+                kind: SymbolKind::of_decl(decl.kind),
+                file,
+                name_span: decl.name.span,
+                span: decl.span,
+                parent: None,
+                ty: None,
+                primary: !self.names.contains_key(&key),
+            }));
             if let Some(first) = self.names.get(&key) {
                 let (ffile, fdecl) = self.decls[*first];
                 let what = if decl.kind == DeclKind::Test { "test" } else { decl.kind.keyword() };
@@ -251,7 +280,10 @@ impl<'d, 'a> Cx<'d, 'a> {
 
     /// Resolves a reference to a declaration, reporting it when unknown.
     pub(crate) fn resolve(&mut self, file: usize, kind: DeclKind, name: Name<'a>, code: Code) -> Option<usize> {
-        match self.lookup(kind, name.text) {
+        let found = self.lookup(kind, name.text);
+        let target = found.and_then(|i| self.decl_def[i]);
+        self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
+        match found {
             Some(i) => {
                 self.used[i] = true;
                 Some(i)
@@ -265,6 +297,35 @@ impl<'d, 'a> Cx<'d, 'a> {
                 None
             }
         }
+    }
+
+    /// Records a field of an event or a parameter of an action (`owner`).
+    fn define_member(&mut self, owner: usize, name: Name<'a>, span: Span, ty: Option<Type>, primary: bool) {
+        let (file, decl) = self.decls[owner];
+        let kind = if decl.kind == DeclKind::Action { SymbolKind::Param } else { SymbolKind::Field };
+        let def = Def {
+            name: name.text.to_string(),
+            kind,
+            file,
+            name_span: name.span,
+            span,
+            parent: self.decl_def[owner],
+            ty,
+            primary,
+        };
+        let id = self.index.define(def);
+        self.member_defs[owner].push(id);
+    }
+
+    /// Records a use of a field of event `event` (`None` when the event is unknown).
+    pub(crate) fn refer_field(&mut self, file: usize, event: Option<usize>, name: &str, span: Span) {
+        let target = event.and_then(|e| {
+            self.member_defs[e].iter().copied().find(|&id| {
+                let d = self.index.def(id);
+                d.primary && d.name == name
+            })
+        });
+        self.index.refer(SymbolKind::Field, file, span, name, target);
     }
 
     fn check_all(&mut self) {
@@ -404,9 +465,13 @@ impl<'d, 'a> Cx<'d, 'a> {
                 )
                 .label(file, spans[i], "first declared here");
                 self.push(d);
+                let key = Name { text: name, span: entry.key.span };
+                self.define_member(index, key, entry.key.span.to(entry.value.span), None, false);
                 continue;
             }
             let ty = self.field_type(file, &entry.value, Code::EventTypeUnknown);
+            let key = Name { text: name, span: entry.key.span };
+            self.define_member(index, key, entry.key.span.to(entry.value.span), ty, true);
             fields.push((name, ty));
             spans.push(entry.key.span);
         }
@@ -636,6 +701,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                 .label(file, spans[i], "first declared here");
                 self.push(d);
                 duplicate = true;
+                self.define_member(index, param.name, param.name.span.to(param.ty.span), None, false);
                 continue;
             }
             let ty = match base_type(param.ty.name.text) {
@@ -655,6 +721,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                     None
                 }
             };
+            self.define_member(index, param.name, param.name.span.to(param.ty.span), ty, true);
             types.push((param.name.text, ty));
             spans.push(param.name.span);
         }
@@ -1014,7 +1081,12 @@ impl<'d, 'a> Cx<'d, 'a> {
                         );
                         return None;
                     }
-                    CallSite::Subscriber(None) => return None,
+                    CallSite::Subscriber(None) => {
+                        if let [_, field] = segments {
+                            self.refer_field(file, None, field.text, field.span);
+                        }
+                        return None;
+                    }
                     CallSite::Subscriber(Some(e)) => e,
                 };
                 if segments.len() != 2 {
@@ -1030,6 +1102,7 @@ impl<'d, 'a> Cx<'d, 'a> {
                     return None;
                 }
                 let field = segments[1];
+                self.refer_field(file, Some(event), field.text, field.span);
                 let fields = self.types[event].clone()?;
                 let Some((_, ty)) = fields.iter().find(|(n, _)| *n == field.text) else {
                     let (_, edecl) = self.decls[event];

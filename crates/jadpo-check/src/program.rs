@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 /// A whole checked program (every file given to one command).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Program {
     pub events: Vec<Event>,
     pub connections: Vec<Connection>,
@@ -17,13 +17,13 @@ pub struct Program {
     pub tests: Vec<Test>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub name: String,
     pub fields: Vec<Field>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Field {
     pub name: String,
     pub ty: Type,
@@ -48,7 +48,7 @@ pub enum BaseType {
     Time,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Connection {
     pub name: String,
     pub url: String,
@@ -68,7 +68,7 @@ pub enum HeaderValue {
     Env(String),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Action {
     pub name: String,
     pub params: Vec<Field>,
@@ -99,7 +99,7 @@ impl Default for Budget {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Subscriber {
     pub name: String,
     /// Index into `Program::events`.
@@ -111,7 +111,7 @@ pub struct Subscriber {
 }
 
 /// An action call with its arguments, in parameter order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Call {
     /// Index into `Program::actions`.
     pub action: usize,
@@ -134,7 +134,7 @@ pub enum Literal {
     Bool(bool),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Schedule {
     pub name: String,
     pub every_ms: u64,
@@ -144,7 +144,7 @@ pub struct Schedule {
 }
 
 /// A `test "name" { ... }` block, its steps checked and resolved.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Test {
     pub name: String,
     /// The file the test is in, as given to the command.
@@ -154,7 +154,7 @@ pub struct Test {
     pub steps: Vec<Step>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Step {
     /// Replace a connection's driver with a script of answers.
     Fake {

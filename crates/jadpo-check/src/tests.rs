@@ -178,6 +178,9 @@ impl<'a> Cx<'_, 'a> {
         name: Name<'a>,
         block: &Block<'a>,
     ) -> Option<Vec<(String, p::Literal)>> {
+        for entry in &block.entries {
+            self.refer_field(file, Some(event), &entry.key.text, entry.key.span);
+        }
         // An event that did not parse has no fields to check against.
         let fields = self.types[event].clone()?;
         let mut ok = true;

@@ -9,8 +9,8 @@
 //! Redirects are never followed: a 3xx is an answer like any other.
 
 use crate::clock::BoxFuture;
-use crate::core::{CallFailure, Outcome};
 use crate::drivers::{CallRequest, Driver};
+use crate::rules::{CallFailure, Outcome};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -342,7 +342,7 @@ pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, 
     } else {
         None
     };
-    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms })
+    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms, reason: None })
 }
 
 /// `{"failure": {"code": C, "kind": K}}`: K's kind (a word that is not a kind an
@@ -472,7 +472,13 @@ mod tests {
     }
 
     fn failed(kind: FailureKind, code: &str, status: u16, retry_after_ms: Option<u64>) -> Outcome {
-        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: Some(status), retry_after_ms })
+        Outcome::Failed(CallFailure {
+            kind,
+            code: code.into(),
+            http_status: Some(status),
+            retry_after_ms,
+            reason: None,
+        })
     }
 
     #[test]

@@ -3,4 +3,5 @@
 
 mod corpus;
 mod docs;
+mod index;
 mod robustness;

@@ -4,11 +4,13 @@
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::VirtualClock;
-use jadpo_runtime::core::{self, Outcome};
+use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::drivers::{Driver, FakeDriver};
-use jadpo_runtime::log::Logger;
+use jadpo_runtime::events::Logger;
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::rules::{self, Outcome};
+use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::{NewDelivery, NewEvent, SqliteStore, Store};
-use jadpo_runtime::workers::{Runtime, RuntimeConfig};
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
@@ -35,8 +37,9 @@ fn program() -> Arc<Program> {
 fn runtime(drivers: Vec<Arc<dyn Driver>>) -> (Runtime, Arc<SqliteStore>, Arc<VirtualClock>) {
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let clock = Arc::new(VirtualClock::new(T0));
-    let config = RuntimeConfig { seed: Some(1), ..RuntimeConfig::default() };
-    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), config);
+    let random = RandomSource::from_seed(1);
+    let config = RuntimeConfig::default();
+    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), random, config);
     (rt, store, clock)
 }
 
@@ -55,7 +58,7 @@ fn only_outcomes_still_owned_are_recorded_and_counted() {
     emit(&store);
     let lost = rt.claim_due(T0, 10).expect("claim").run.remove(0);
     // Its worker is lost: past the lease, another claim takes the delivery.
-    let lease_end = core::lease_until_ms(T0, 1_000);
+    let lease_end = rules::lease_until_ms(T0, 1_000);
     clock.advance_to(lease_end);
     let current = rt.claim_due(lease_end, 10).expect("claim").run.remove(0);
     assert_eq!(current.attempt, 2);

@@ -6,12 +6,14 @@ use crate::args::{ProgramPaths, plural};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::events::{LogFormat, Logger};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{Ingest, serve};
-use jadpo_runtime::log::{LogFormat, Logger};
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::Store;
-use jadpo_runtime::workers::{Runtime, RuntimeConfig};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,9 +25,9 @@ pub struct RunArgs {
     #[command(flatten)]
     db: DbArg,
     /// Claim loops running deliveries.
-    #[arg(long, value_name = "N", default_value_t = RuntimeConfig::default().workers as u64,
-          value_parser = clap::value_parser!(u64).range(1..=256))]
-    workers: u64,
+    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_WORKERS as u16,
+          value_parser = clap::value_parser!(u16).range(1..=config::MAX_WORKERS as i64))]
+    workers: u16,
     /// Put the fake driver in place of a connection's: `--fake ledger='unavailable*5,ok'`.
     #[arg(long = "fake", value_name = "CONNECTION=ANSWERS")]
     fakes: Vec<String>,
@@ -37,7 +39,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormatArg,
     /// Most deliveries one claim takes (for benchmarks).
-    #[arg(long, hide = true, default_value_t = RuntimeConfig::default().batch)]
+    #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
 }
 
@@ -123,12 +125,13 @@ pub fn run(args: RunArgs) -> ExitCode {
         LogFormatArg::Json => LogFormat::Json,
     }));
     let config = RuntimeConfig {
-        // At most 256, so the conversion cannot fail.
-        workers: usize::try_from(args.workers).unwrap_or(1),
-        batch: args.batch.clamp(1, 4096),
+        workers: usize::from(args.workers),
+        batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config));
+    let random = RandomSource::from_system();
+    let runtime =
+        Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {
@@ -159,7 +162,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             plural(program.subscribers.len() as u64, "subscriber"),
             plural(program.schedules.len() as u64, "schedule"),
             args.db.db.display(),
-            plural(args.workers, "worker"),
+            plural(u64::from(args.workers), "worker"),
         );
         tokio::spawn(async move {
             wait_for_signal().await;

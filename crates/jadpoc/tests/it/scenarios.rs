@@ -73,9 +73,9 @@ FAILED four attempts are not five
     found     state: failed, attempts: 4
     delivery 1 of `record_paid`: failed, 4 attempts used
       +0s attempt 1 unavailable (fake.unavailable)
-      +21s934ms attempt 2 unavailable (fake.unavailable)
-      +1m8s342ms attempt 3 rate_limited (fake.rate_limited)
-      +1m11s443ms attempt 4 not_found (fake.not_found)
+      +21s272ms attempt 2 unavailable (fake.unavailable)
+      +49s227ms attempt 3 rate_limited (fake.rate_limited)
+      +2m13s124ms attempt 4 not_found (fake.not_found)
 ok   this one passes
 FAILED no delivery was made
     at tests/scenarios_failing/wrong_expectation.jadpo:31

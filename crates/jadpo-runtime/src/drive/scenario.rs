@@ -11,13 +11,15 @@
 //! `timeout:`, during which nothing else runs.
 
 use crate::clock::{BoxFuture, Clock, VirtualClock, format_offset};
-use crate::core::Outcome;
-use crate::core::breaker::BreakerRow;
+use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver, FakeDriver};
-use crate::log::Logger;
+use crate::events::Logger;
 use crate::payload::{literal, new_event_from_value};
+use crate::rng::RandomSource;
+use crate::rules::Outcome;
+use crate::rules::breaker::BreakerRow;
+use crate::steps::{PreparedCall, Runtime};
 use crate::store::{AttemptView, Claimed, DeliveryFilter, DeliveryView, RetryResult, SqliteStore, Store, StoreError};
-use crate::workers::{PreparedCall, Runtime, RuntimeConfig};
 use jadpo_check::format_duration;
 use jadpo_check::program::{BreakerExpect, DeliveryExpect, DeliveryState, FailureKind, Program, Step, Test};
 use serde_json::{Map, Value};
@@ -209,9 +211,17 @@ impl Scenario {
             .map(|_| Arc::new(Slot { inner: Mutex::new(Arc::new(NoFake) as Arc<dyn Driver>) }))
             .collect();
         let drivers = slots.iter().map(|s| s.clone() as Arc<dyn Driver>).collect();
-        let config = RuntimeConfig { workers: 1, batch: 1, seed: Some(seed), ..RuntimeConfig::default() };
-        let runtime =
-            Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), config);
+        let config = RuntimeConfig { workers: 1, batch: 1, ..RuntimeConfig::default() };
+        let random = RandomSource::from_seed(seed);
+        let runtime = Runtime::new(
+            program.clone(),
+            store.clone(),
+            clock.clone(),
+            drivers,
+            Arc::new(Logger::silent()),
+            random,
+            config,
+        );
         runtime.sync_schedules(START_MS)?;
         Ok(Scenario { program, runtime, clock, store, slots, inflight: None, tick_ran_at: None })
     }
@@ -224,7 +234,7 @@ impl Scenario {
     /// Advance virtual time by `ms`, running everything that falls due in between
     /// (and exactly at its end) in due order.
     pub fn wait(&mut self, ms: u64) -> Result<(), FailureDetail> {
-        let end = self.now_ms().saturating_add(crate::core::ms_i64(ms));
+        let end = self.now_ms().saturating_add(crate::rules::ms_i64(ms));
         loop {
             if let Some(f) = &self.inflight {
                 if f.ends_at_ms > end {
@@ -285,7 +295,7 @@ impl Scenario {
             Ok(p) => match answer_now(p.driver.call(p.request)) {
                 Some(outcome) => self.finish(work, outcome),
                 None => {
-                    let outcome = Outcome::fail(FailureKind::DeadlineExceeded, crate::core::CODE_DEADLINE_EXCEEDED);
+                    let outcome = Outcome::fail(FailureKind::DeadlineExceeded, crate::rules::CODE_DEADLINE_EXCEEDED);
                     self.inflight = Some(InFlight { work, outcome, ends_at_ms: p.deadline_ms.max(now) });
                     Ok(())
                 }

@@ -314,11 +314,12 @@ mod tests {
 
     #[test]
     fn an_internal_fault_the_provider_answered_ends_the_run() {
-        let answered = Outcome::Failed(crate::core::CallFailure {
+        let answered = Outcome::Failed(crate::rules::CallFailure {
             kind: FailureKind::InternalFault,
             code: "provider.weird".into(),
             http_status: Some(400),
             retry_after_ms: None,
+            reason: None,
         });
         assert_eq!(signal(&answered), Signal::Answered);
         let mut row = BreakerRow::default();
@@ -427,7 +428,7 @@ mod tests {
     #[test]
     fn a_claim_is_held_while_open_and_keeps_its_attempt() {
         let row = open_after_five(T0);
-        let last = Some(crate::core::Failure::new("http.503", FailureKind::Unavailable));
+        let last = Some(crate::rules::Failure::new("http.503", FailureKind::Unavailable));
         let run =
             ClaimDecision::Run { attempt: 3, lease_until_ms: T0 + 60_000, lease_expired: false, failure: last.clone() };
         assert_eq!(

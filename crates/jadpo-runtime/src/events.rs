@@ -3,7 +3,7 @@
 //! command's own output).
 
 use crate::clock::rfc3339;
-use crate::core::{ClaimDecision, Decision, Outcome};
+use crate::rules::{ClaimDecision, Decision, Outcome};
 use serde_json::json;
 use std::io::Write;
 

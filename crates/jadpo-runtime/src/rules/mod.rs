@@ -21,19 +21,30 @@ pub const CODE_LEASE_EXPIRED: &str = "lease_expired";
 /// was never tried within its window.
 pub const CODE_DEADLINE_EXCEEDED: &str = "deadline_exceeded";
 
-/// A failure as a record keeps it: its code and kind, never its fields.
+/// A failure as a record keeps it: its code and kind, and a short reason, never
+/// its fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// A short stable code such as `http.503` or `fake.unavailable`.
     pub code: String,
     /// How the attempt ended.
     pub kind: FailureKind,
+    /// A short human reason, such as the underlying error's text (`connection
+    /// refused`); never a header value or a body. No decision reads it.
+    pub reason: Option<String>,
 }
 
 impl Failure {
-    /// A failure with the given code and kind.
+    /// A failure with the given code and kind, and no reason.
     pub fn new(code: impl Into<String>, kind: FailureKind) -> Failure {
-        Failure { code: code.into(), kind }
+        Failure { code: code.into(), kind, reason: None }
+    }
+
+    /// The same failure with a short human reason.
+    #[must_use]
+    pub fn with_reason(mut self, reason: impl Into<String>) -> Failure {
+        self.reason = Some(reason.into());
+        self
     }
 
     /// The failure recorded when a claim finds a lease that ended.
@@ -65,9 +76,10 @@ impl Outcome {
         Outcome::Succeeded { http_status: None }
     }
 
-    /// A failure of this kind and code, with no HTTP status and no Retry-After.
+    /// A failure of this kind and code, with no HTTP status, no Retry-After and no
+    /// reason.
     pub fn fail(kind: FailureKind, code: impl Into<String>) -> Outcome {
-        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: None, retry_after_ms: None })
+        Outcome::Failed(CallFailure::new(kind, code))
     }
 
     /// The HTTP status of the call, if any.
@@ -82,7 +94,7 @@ impl Outcome {
     pub fn failure(&self) -> Option<Failure> {
         match self {
             Outcome::Succeeded { .. } => None,
-            Outcome::Failed(f) => Some(Failure::new(f.code.clone(), f.kind)),
+            Outcome::Failed(f) => Some(f.failure()),
         }
     }
 }
@@ -98,6 +110,28 @@ pub struct CallFailure {
     pub http_status: Option<u16>,
     /// A `Retry-After` asked for, in milliseconds from the end of the attempt.
     pub retry_after_ms: Option<u64>,
+    /// A short human reason (see [`Failure::reason`]).
+    pub reason: Option<String>,
+}
+
+impl CallFailure {
+    /// A failure of this kind and code, with no HTTP status, no Retry-After and no
+    /// reason.
+    pub fn new(kind: FailureKind, code: impl Into<String>) -> CallFailure {
+        CallFailure { kind, code: code.into(), http_status: None, retry_after_ms: None, reason: None }
+    }
+
+    /// The same failure with a short human reason.
+    #[must_use]
+    pub fn with_reason(mut self, reason: impl Into<String>) -> CallFailure {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// The failure a record keeps of it.
+    pub fn failure(&self) -> Failure {
+        Failure { code: self.code.clone(), kind: self.kind, reason: self.reason.clone() }
+    }
 }
 
 /// What the core needs to know of a delivery's record.
@@ -243,7 +277,7 @@ pub fn decide_after_attempt<R: Rng + ?Sized>(
         Outcome::Succeeded { .. } => return Decision::Succeeded,
         Outcome::Failed(call) => call,
     };
-    let failure = Failure::new(call.code.clone(), call.kind);
+    let failure = call.failure();
     match call.kind {
         FailureKind::OutcomeUnknown => return Decision::Parked { failure },
         FailureKind::InternalFault => {
