@@ -7,8 +7,8 @@ const HOUR_MS: u64 = jadpo_check::budget::HOUR_MS;
 const DAY_MS: u64 = jadpo_check::budget::DAY_MS;
 const HOUR: i64 = HOUR_MS as i64;
 const DAY: i64 = DAY_MS as i64;
-use rand::SeedableRng;
 use crate::rng::RunRng;
+use rand::SeedableRng;
 use std::convert::Infallible;
 
 /// A random source that always gives the same word: 0 draws the bottom of a range,
