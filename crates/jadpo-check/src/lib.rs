@@ -2,13 +2,13 @@
 //! the registry of diagnostic codes, and the checked [`Program`].
 
 pub mod budget;
+pub mod builtin;
 mod check;
 pub mod diagnostic;
 pub mod index;
 pub mod program;
 pub mod registry;
 pub mod suggest;
-mod tests;
 
 pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};

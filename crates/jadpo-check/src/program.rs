@@ -29,6 +29,13 @@ pub struct Field {
     pub ty: Type,
 }
 
+/// Whether `text` is a `time` value: an RFC 3339 timestamp with its offset, such
+/// as `2026-03-01T09:30:00Z`. The one rule for literals in a program, emitted
+/// payloads and ingested events.
+pub fn is_timestamp(text: &str) -> bool {
+    text.parse::<jiff::Timestamp>().is_ok()
+}
+
 /// A field's or a parameter's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Type {
@@ -58,6 +65,40 @@ pub struct Connection {
     pub attempts: u32,
     pub headers: Vec<(String, HeaderValue)>,
     pub max_in_flight: u32,
+    /// The `tls:` block, when given (only with an `https` url).
+    pub tls: Option<Tls>,
+}
+
+/// Headers jadpo sets on every call, which a connection's `headers:` may not set.
+pub const RESERVED_HEADERS: [&str; 2] = ["Idempotency-Key", "Content-Type"];
+
+/// A connection's `tls:` block: read and parsed when `jadpoc run` starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tls {
+    /// Roots to trust in addition to the built-in ones (instead of them with `only_ca`).
+    pub ca: Option<Pem>,
+    /// Trust only `ca`, not the built-in roots.
+    pub only_ca: bool,
+    /// A client certificate and its key, for mutual TLS.
+    pub client: Option<ClientCert>,
+}
+
+/// A client certificate (with its chain) and its private key, each PEM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientCert {
+    pub cert: Pem,
+    pub key: Pem,
+}
+
+/// Where PEM text comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pem {
+    /// A file. A relative path in the program is joined to the directory of the file
+    /// that declares the connection (as that file's name was given to the command).
+    File(std::path::PathBuf),
+    /// `env("NAME")`: the variable holds the PEM text.
+    Env(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -150,7 +150,7 @@ pub fn outcome_of(answer: Answer) -> Option<Outcome> {
         Answer::Hang => None,
         Answer::Fail { kind, retry_after_ms } => Some(Outcome::Failed(CallFailure {
             kind,
-            code: format!("fake.{kind}"),
+            code: crate::codes::fake_code(kind),
             http_status: None,
             retry_after_ms,
             reason: None,

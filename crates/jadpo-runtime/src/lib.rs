@@ -1,5 +1,8 @@
 //! The jadpo outbox runtime.
 //!
+//! - [`breaker_view`]: the in-process view of the breakers, moved as soon as an
+//!   outcome is known.
+//! - [`codes`]: the registry of runtime codes (attempt failures, ingest refusals).
 //! - [`rules`]: the pure rules of a delivery's life and of the circuit breakers (no
 //!   IO, no clock, no global RNG).
 //! - [`steps`]: the [`steps::Runtime`] and its steps (claim, prepare a call,
@@ -17,7 +20,9 @@
 //! - [`views`]: what `deliveries`, `status` and `breakers` print.
 //! - [`events`]: the run's log events.
 
+pub mod breaker_view;
 pub mod clock;
+pub mod codes;
 pub mod config;
 pub mod drive;
 pub mod drivers;

@@ -7,10 +7,12 @@
 //! ([`crate::drive::live`]) and the sequential virtual-time driver of `jadpoc test`
 //! ([`crate::drive::scenario`]).
 
+use crate::breaker_view::{BreakerView, Gate};
 use crate::clock::Clock;
+use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
-use crate::events::{Line, Logger, alert_line, attempt_line, claim_line, schedule_line};
+use crate::events;
 use crate::payload::call_args;
 use crate::rng::RandomSource;
 use crate::rules::breaker;
@@ -60,10 +62,21 @@ pub struct Runtime {
     drivers: Vec<Arc<dyn Driver>>,
     subscribers: HashMap<String, usize>,
     schedules: Vec<ScheduleSpec>,
-    pub(crate) logger: Arc<Logger>,
     pub(crate) wake: Arc<Notify>,
     random: RandomSource,
+    breakers: BreakerView,
     pub(crate) config: RuntimeConfig,
+}
+
+/// What a claim took, and how many due deliveries it left for a later claim
+/// because their connection has as many attempts in flight as it may.
+#[derive(Debug, Default)]
+pub struct DueClaim {
+    /// The store's report of the claim.
+    pub report: ClaimReport,
+    /// Due deliveries left for later (a slot frees when an attempt concludes,
+    /// which wakes the claim loops).
+    pub waiting: usize,
 }
 
 impl Runtime {
@@ -76,10 +89,10 @@ impl Runtime {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         drivers: Vec<Arc<dyn Driver>>,
-        logger: Arc<Logger>,
         random: RandomSource,
         config: RuntimeConfig,
     ) -> Runtime {
+        let breakers = BreakerView::new(&program);
         let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let schedules = program
             .schedules
@@ -93,9 +106,9 @@ impl Runtime {
             drivers,
             subscribers,
             schedules,
-            logger,
             wake: Arc::new(Notify::new()),
             random,
+            breakers,
             config,
         }
     }
@@ -110,12 +123,12 @@ impl Runtime {
         self.wake.clone()
     }
 
-    /// A subscriber's run time limit (the default for one this program no longer
-    /// has), from which its leases are made.
+    /// A subscriber's run time limit, from which its leases are made. The checker
+    /// filled in the default (`budget::DEFAULT_RUN_TIMEOUT_MS`), so it is not
+    /// applied again here; a subscriber this program no longer has gets none: its
+    /// deliveries are given up at their claim and never run.
     pub(crate) fn run_timeout_ms(&self, subscriber: &str) -> u64 {
-        self.subscribers
-            .get(subscriber)
-            .map_or(jadpo_check::budget::DEFAULT_RUN_TIMEOUT_MS, |&i| self.program.subscribers[i].timeout_ms)
+        self.subscribers.get(subscriber).map_or(0, |&i| self.program.subscribers[i].timeout_ms)
     }
 
     /// The core's claim decision for a candidate at `now_ms`.
@@ -130,7 +143,7 @@ impl Runtime {
                 ClaimDecision::Run { lease_expired, .. }
                 | ClaimDecision::Hold { lease_expired, .. }
                 | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
-                    failure: Failure::new("runtime.unknown_subscriber", FailureKind::InternalFault),
+                    failure: Failure::new(RuntimeCode::RuntimeUnknownSubscriber, FailureKind::InternalFault),
                     because: FailedBecause::Defect,
                     lease_expired,
                 },
@@ -138,34 +151,66 @@ impl Runtime {
         }
     }
 
-    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each, and
-    /// log those ended at their claim. The claimed ones are to be run.
-    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<ClaimReport, StoreError> {
-        let report = self.store.claim(now_ms, limit, &mut |c| {
+    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each (the
+    /// breaker as this process knows it, see [`BreakerView`]), and log those ended
+    /// at their claim. The claimed ones are to be run.
+    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
+        // Runs let through, by connection, to give back those that did not start.
+        let mut let_through: HashMap<String, usize> = HashMap::new();
+        let mut waiting = 0;
+        let claimed = self.store.claim(now_ms, limit, &mut |c| {
             let decision = self.decide_claim(c, now_ms);
-            breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms)
-        })?;
-        let lines: Vec<Line> = report.ended.iter().map(|(id, sub, d)| claim_line(now_ms, *id, sub, d)).collect();
-        self.logger.write(&lines);
-        Ok(report)
+            let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+            if next.is_some() {
+                // The probe: the store's row decides it, conditionally.
+                return (decision, next);
+            }
+            match self.breakers.gate(&c.connection, &c.breaker, &decision) {
+                Gate::Run => {
+                    if matches!(decision, ClaimDecision::Run { .. }) {
+                        *let_through.entry(c.connection.clone()).or_default() += 1;
+                    }
+                    (decision, None)
+                }
+                Gate::Hold => (decision.held(), None),
+                Gate::Wait => {
+                    waiting += 1;
+                    (ClaimDecision::Skip, None)
+                }
+            }
+        });
+        let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
+        for c in started {
+            if let Some(n) = let_through.get_mut(&c.connection) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        for (connection, n) in let_through {
+            self.breakers.not_started(&connection, n);
+        }
+        let report = claimed?;
+        for (id, subscriber, decision) in &report.ended {
+            events::ended_at_claim(now_ms, *id, subscriber, decision);
+        }
+        Ok(DueClaim { report, waiting })
     }
 
     /// The call a claimed delivery makes, or the defect that stops it before it is
     /// made (as the outcome to record).
     pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
-        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
         let Some(&si) = self.subscribers.get(&c.subscriber) else {
-            return Err(defect("runtime.unknown_subscriber"));
+            return Err(defect(RuntimeCode::RuntimeUnknownSubscriber));
         };
         let sub = &self.program.subscribers[si];
         let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
-            return Err(defect("runtime.bad_payload"));
+            return Err(defect(RuntimeCode::RuntimeBadPayload));
         };
         let Some(action) = self.program.actions.get(sub.call.action) else {
-            return Err(defect("runtime.unknown_action"));
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
         };
         let Some(driver) = self.drivers.get(action.connection) else {
-            return Err(defect("runtime.no_driver"));
+            return Err(defect(RuntimeCode::RuntimeNoDriver));
         };
         let request = CallRequest {
             action: action.name.clone(),
@@ -185,6 +230,10 @@ impl Runtime {
         let budget =
             self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
         let decision = self.random.with(|rng| decide_after_attempt(&c.record, &budget, &outcome, now_ms, rng));
+        if self.breakers.concluded(&c.connection, c.id, &outcome, now_ms) {
+            // A claim may have left deliveries for this connection's free slot.
+            self.wake.notify_waiters();
+        }
         Done {
             recorded: Recorded {
                 id: c.id,
@@ -204,25 +253,19 @@ impl Runtime {
     /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
-        let written = self.store.record(&records)?;
-        let lines: Vec<Line> = written
-            .iter()
-            .filter_map(|&i| done.get(i))
-            .map(|d| {
-                let r = &d.recorded;
-                attempt_line(
-                    r.ended_at_ms,
-                    r.id,
-                    &d.subscriber,
-                    r.attempt,
-                    &r.outcome,
-                    &r.decision,
-                    r.ended_at_ms - r.started_at_ms,
-                )
-            })
-            .collect();
-        self.logger.write(&lines);
-        Ok(lines.len())
+        let written = self.store.record(&records);
+        // Recorded or not (a delivery not written comes back at its lease's end),
+        // the store's row speaks for these outcomes from now on.
+        for r in &records {
+            self.breakers.recorded(&r.connection, r.id);
+        }
+        let written = written?;
+        for d in written.iter().filter_map(|&i| done.get(i)) {
+            let r = &d.recorded;
+            let duration_ms = r.ended_at_ms - r.started_at_ms;
+            events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
+        }
+        Ok(written.len())
     }
 
     /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
@@ -231,8 +274,7 @@ impl Runtime {
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
         let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
         let sweep = self.store.sweep_breakers(now_ms, &lease_until)?;
-        let lines: Vec<Line> = sweep.alerts.iter().map(alert_line).collect();
-        self.logger.write(&lines);
+        sweep.alerts.iter().for_each(events::alert);
         if !sweep.woken.is_empty() || sweep.released > 0 {
             // A woken probe or released deliveries are due now.
             self.wake.notify_waiters();
@@ -261,14 +303,14 @@ impl Runtime {
 
     /// The call a schedule's run makes, or the defect that stops it.
     pub fn prepare_schedule(&self, name: &str, started_ms: i64) -> Result<PreparedCall, Outcome> {
-        let defect = |code: &str| Outcome::fail(FailureKind::InternalFault, code);
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
         let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
-            return Err(defect("runtime.unknown_schedule"));
+            return Err(defect(RuntimeCode::RuntimeUnknownSchedule));
         };
         let Some((action, driver)) =
             self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?)))
         else {
-            return Err(defect("runtime.unknown_action"));
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
         };
         let request = CallRequest {
             action: action.name.clone(),
@@ -286,7 +328,7 @@ impl Runtime {
     pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
         let failure = outcome.failure();
         let result = self.store.record_schedule(name, now_ms, failure.as_ref());
-        self.logger.write(&[schedule_line(now_ms, name, run, outcome)]);
+        events::schedule_run(now_ms, name, run, outcome);
         result
     }
 }

@@ -3,6 +3,7 @@
 mod args;
 mod cmd;
 mod load;
+mod logging;
 mod render;
 mod store;
 
@@ -38,6 +39,8 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Show when each attempt of each subscriber's budget starts.
     Plan(cmd::plan::PlanArgs),
+    /// Rewrite files in the canonical layout, keeping every comment.
+    Fmt(cmd::fmt::FmtArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Breakers(args) => cmd::breakers::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Fmt(args) => cmd::fmt::run(args),
     }
 }
 

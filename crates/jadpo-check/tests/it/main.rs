@@ -4,4 +4,6 @@
 mod corpus;
 mod docs;
 mod index;
+mod lower;
+mod messages;
 mod robustness;

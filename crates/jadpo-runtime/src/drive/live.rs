@@ -14,15 +14,16 @@
 //! decides when they run, under the system clock.
 
 use crate::config::{STORE_ERROR_PAUSE_MS, TICK_MS};
-use crate::events::Line;
+use crate::events;
 use crate::rules::{self, Outcome};
-use crate::steps::{Done, PreparedCall, RunSummary, Runtime};
+use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
 use crate::store::{Claimed, StoreError};
 use jadpo_check::program::FailureKind;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tracing::Instrument;
 
 impl Runtime {
     /// Run until `stop` turns true; then stop claiming, let running attempts and
@@ -92,7 +93,8 @@ impl Runtime {
     }
 
     async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
-        let outcome = self.call_prepared(self.prepare_call(&c)).await;
+        let span = events::attempt_span(c.id, &c.subscriber, c.attempt);
+        let outcome = self.call_prepared(self.prepare_call(&c)).instrument(span).await;
         let now = self.clock.now_ms();
         self.conclude(&c, outcome, now)
     }
@@ -104,17 +106,9 @@ impl Runtime {
         let now = self.clock.now_ms();
         let rt = self.clone();
         if let Err(e) = blocking(move || rt.finish_schedule(&name, run, &outcome, now)).await {
-            self.logger.write(&[error_line(now, &e)]);
+            events::error(now, &e);
         }
     }
-}
-
-fn error_line(at_ms: i64, e: &dyn std::fmt::Display) -> Line {
-    Line(serde_json::json!({
-        "event": "runtime.error",
-        "at": crate::clock::rfc3339(at_ms),
-        "message": e.to_string(),
-    }))
 }
 
 /// Run a store call on a blocking thread.
@@ -191,11 +185,11 @@ async fn claim_loop(
         let now = rt.clock.now_ms();
         let r = rt.clone();
         let report = blocking(move || r.claim_due(now, limit)).await;
-        let report = match report {
-            Ok(report) => report,
+        let DueClaim { report, waiting } = match report {
+            Ok(claim) => claim,
             Err(e) => {
                 drop(permits);
-                rt.logger.write(&[error_line(now, &e)]);
+                events::error(now, &e);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(STORE_ERROR_PAUSE_MS)) => {}
                     _ = stop.changed() => {}
@@ -222,9 +216,11 @@ async fn claim_loop(
         drop(permits);
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
-            // other processes added, an in-process emit, or the stop.
+            // other processes added, an in-process emit, an attempt's end freeing a
+            // connection's slot, or the stop. Deliveries left waiting for a slot
+            // are due already: they wait for the wake (or the poll), not their time.
             let store = rt.store.clone();
-            let next = blocking(move || store.next_due_ms()).await.ok().flatten();
+            let next = if waiting > 0 { None } else { blocking(move || store.next_due_ms()).await.ok().flatten() };
             let until = next.unwrap_or(i64::MAX).min(now.saturating_add(rules::ms_i64(rt.config.poll_ms)));
             tokio::select! {
                 _ = rt.wake.notified() => {}
@@ -251,7 +247,7 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
         match blocking(move || r.record_outcomes(&batch)).await {
             Ok(written) => total += written as u64,
             // The deliveries stay `running` and come back when their leases end.
-            Err(e) => rt.logger.write(&[error_line(now, &e)]),
+            Err(e) => events::error(now, &e),
         }
     }
     total
@@ -280,7 +276,7 @@ async fn tick_loop(
                     spawn_under_permit(permit, hard.clone(), rt.clone().run_schedule(c.name, c.run));
                 }
             }
-            Err(e) => rt.logger.write(&[error_line(now, &e)]),
+            Err(e) => events::error(now, &e),
         }
         tokio::select! {
             _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(TICK_MS))) => {}

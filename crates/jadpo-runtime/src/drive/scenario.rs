@@ -11,9 +11,9 @@
 //! `timeout:`, during which nothing else runs.
 
 use crate::clock::{BoxFuture, Clock, VirtualClock, format_offset};
+use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver, FakeDriver};
-use crate::events::Logger;
 use crate::payload::{literal, new_event_from_value};
 use crate::rng::RandomSource;
 use crate::rules::Outcome;
@@ -30,7 +30,7 @@ use std::task::{Context, Poll, Waker};
 pub const START_MS: i64 = 0;
 
 /// The code of the failure a connection with no fake answers in a test.
-pub const CODE_NO_FAKE: &str = "fake.none";
+pub const CODE_NO_FAKE: &str = RuntimeCode::FakeNone.as_str();
 
 /// A connection's driver in a test: a `fake` step swaps what is inside.
 struct Slot {
@@ -213,15 +213,7 @@ impl Scenario {
         let drivers = slots.iter().map(|s| s.clone() as Arc<dyn Driver>).collect();
         let config = RuntimeConfig { workers: 1, batch: 1, ..RuntimeConfig::default() };
         let random = RandomSource::from_seed(seed);
-        let runtime = Runtime::new(
-            program.clone(),
-            store.clone(),
-            clock.clone(),
-            drivers,
-            Arc::new(Logger::silent()),
-            random,
-            config,
-        );
+        let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
         runtime.sync_schedules(START_MS)?;
         Ok(Scenario { program, runtime, clock, store, slots, inflight: None, tick_ran_at: None })
     }
@@ -263,7 +255,7 @@ impl Scenario {
             let now = self.now_ms();
             if due.is_some_and(|d| d <= now) {
                 // Attempts first, one at a time; the tick runs once they are drained.
-                let report = self.runtime.claim_due(now, 1)?;
+                let report = self.runtime.claim_due(now, 1)?.report;
                 self.tick_ran_at = None;
                 if report.changed() == 0 {
                     // Nothing else runs meanwhile, so a due delivery the claim

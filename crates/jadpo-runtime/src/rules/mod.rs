@@ -8,6 +8,7 @@
 
 pub mod breaker;
 
+use crate::codes::RuntimeCode;
 use jadpo_check::budget;
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use rand::{Rng, RngExt};
@@ -16,10 +17,10 @@ use rand::{Rng, RngExt};
 pub const LEASE_GRACE_MS: u64 = 30 * budget::SECOND_MS;
 
 /// The code recorded when a delivery's worker was lost (its lease ended).
-pub const CODE_LEASE_EXPIRED: &str = "lease_expired";
+pub const CODE_LEASE_EXPIRED: &str = RuntimeCode::LeaseExpired.as_str();
 /// The code recorded when the run's time limit ended an attempt, or when a delivery
 /// was never tried within its window.
-pub const CODE_DEADLINE_EXCEEDED: &str = "deadline_exceeded";
+pub const CODE_DEADLINE_EXCEEDED: &str = RuntimeCode::DeadlineExceeded.as_str();
 
 /// A failure as a record keeps it: its code and kind, and a short reason, never
 /// its fields.

@@ -8,7 +8,6 @@ use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
-use jadpo_runtime::events::{LogFormat, Logger};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{Ingest, serve};
 use jadpo_runtime::rng::RandomSource;
@@ -37,16 +36,10 @@ pub struct RunArgs {
     listen: Option<String>,
     /// How log lines are written (to stderr).
     #[arg(long, value_enum, default_value = "text")]
-    log_format: LogFormatArg,
+    log_format: crate::logging::LogFormat,
     /// Most deliveries one claim takes (for benchmarks).
     #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum LogFormatArg {
-    Text,
-    Json,
 }
 
 /// The drivers for each connection: the fake driver where a `--fake` flag names it,
@@ -120,18 +113,14 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let logger = Arc::new(Logger::new(match args.log_format {
-        LogFormatArg::Text => LogFormat::Text,
-        LogFormatArg::Json => LogFormat::Json,
-    }));
+    crate::logging::install(args.log_format);
     let config = RuntimeConfig {
         workers: usize::from(args.workers),
         batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
     let random = RandomSource::from_system();
-    let runtime =
-        Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, random, config));
+    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {

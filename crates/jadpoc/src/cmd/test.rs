@@ -26,6 +26,9 @@ pub struct TestArgs {
     #[arg(long, value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     seeds: u64,
+    /// Also print each run's log to stderr (`text` or `json`; times are virtual).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    log_format: Option<crate::logging::LogFormat>,
 }
 
 /// One test's result over its seeds: the seeds that failed, with the first
@@ -47,6 +50,10 @@ fn run_seeds(
 }
 
 pub fn run(args: TestArgs) -> ExitCode {
+    // Without a sink the runtime's events go nowhere: the results alone are printed.
+    if let Some(format) = args.log_format {
+        crate::logging::install(format);
+    }
     let program = match crate::load::program_for_run(&args.program.paths) {
         Ok(p) => Arc::new(p),
         Err(code) => return code,

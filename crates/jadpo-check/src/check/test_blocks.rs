@@ -1,24 +1,24 @@
 //! Checking and lowering `test "name" { ... }` blocks.
 
-use crate::check::{Cx, assignable, type_name};
-use crate::diagnostic::{Diagnostic, LineIndex, SourceFile};
+use super::Cx;
+use super::values::{assignable, type_name};
+use crate::diagnostic::Diagnostic;
 use crate::program::{self as p, Answer, BaseType, FailureKind, Type};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Decl, DeclKind, Name, Step, StepKind, Value, ValueKind};
-use std::collections::HashMap;
 
 /// A test that checked clean; its steps name declarations by their index in the
 /// checker's list until lowering maps them to the program's lists.
-pub(crate) struct PendingTest {
-    file: usize,
-    offset: u32,
-    name: String,
-    steps: Vec<p::Step>,
+pub(super) struct PendingTest {
+    pub(super) file: usize,
+    pub(super) offset: u32,
+    pub(super) name: String,
+    pub(super) steps: Vec<p::Step>,
 }
 
 impl<'a> Cx<'_, 'a> {
-    pub(crate) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &str, steps: &[Step<'a>]) {
+    pub(super) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &str, steps: &[Step<'a>]) {
         let errors_before = self.error_count();
         let mut lowered = Vec::with_capacity(steps.len());
         let mut faked: Vec<usize> = Vec::new();
@@ -72,12 +72,8 @@ impl<'a> Cx<'_, 'a> {
         }
     }
 
-    fn error_count(&self) -> usize {
-        self.diags.iter().filter(|d| d.severity() == crate::registry::Severity::Error).count()
-    }
-
     /// Warns once per emit whose subscribers call through a connection with no fake.
-    fn missing_fakes(&mut self, file: usize, faked: &[usize], emitted: &[(usize, Name<'a>)]) {
+    pub(super) fn missing_fakes(&mut self, file: usize, faked: &[usize], emitted: &[(usize, Name<'a>)]) {
         for &(event, name) in emitted {
             let mut missing: Vec<&'a str> = Vec::new();
             for &(_, decl) in self.decls.iter() {
@@ -103,7 +99,7 @@ impl<'a> Cx<'_, 'a> {
     }
 
     /// The connection a subscriber of `event` calls through, when `decl` is one.
-    fn subscriber_connection(&self, decl: &Decl<'a>, event: usize) -> Option<usize> {
+    pub(super) fn subscriber_connection(&self, decl: &Decl<'a>, event: usize) -> Option<usize> {
         use jadpo_syntax::ast::Body;
         if decl.kind != DeclKind::Subscriber {
             return None;
@@ -125,7 +121,7 @@ impl<'a> Cx<'_, 'a> {
         }
     }
 
-    fn answers(&mut self, file: usize, list: &Value<'a>) -> Option<Vec<p::FakeAnswer>> {
+    pub(super) fn answers(&mut self, file: usize, list: &Value<'a>) -> Option<Vec<p::FakeAnswer>> {
         let ValueKind::List(items) = &list.kind else { return None };
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
@@ -171,7 +167,7 @@ impl<'a> Cx<'_, 'a> {
         ok.then_some(out)
     }
 
-    fn emit_fields(
+    pub(super) fn emit_fields(
         &mut self,
         file: usize,
         event: usize,
@@ -242,8 +238,14 @@ impl<'a> Cx<'_, 'a> {
                 }
             };
             let found = Type { base: found, optional: false };
-            let time_as_string = found.base == BaseType::String && ty.base == BaseType::Time;
-            if !assignable(found, ty) && !time_as_string {
+            if ty.base == BaseType::Time
+                && let ValueKind::Str(s) = &entry.value.kind
+            {
+                if !self.check_time(file, &entry.value, s) {
+                    ok = false;
+                    continue;
+                }
+            } else if !assignable(found, ty) {
                 self.push(
                     Diagnostic::new(
                         Code::TestInvalidEmit,
@@ -283,7 +285,7 @@ impl<'a> Cx<'_, 'a> {
         ok.then_some(out)
     }
 
-    fn delivery_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::DeliveryExpect> {
+    pub(super) fn delivery_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::DeliveryExpect> {
         let mut expect = p::DeliveryExpect::default();
         let keys = ["state", "attempts", "last_failure", "held"];
         let ok = self.expect_block(file, block, "expect", &keys, |key, v| {
@@ -310,7 +312,7 @@ impl<'a> Cx<'_, 'a> {
         ok.then_some(expect)
     }
 
-    fn breaker_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::BreakerExpect> {
+    pub(super) fn breaker_expect(&mut self, file: usize, block: &Block<'a>) -> Option<p::BreakerExpect> {
         let mut expect = p::BreakerExpect::default();
         let ok = self.expect_block(file, block, "expect breaker", &["state", "alerts"], |key, v| {
             Some(match key {
@@ -328,7 +330,7 @@ impl<'a> Cx<'_, 'a> {
     /// Walks an `expect` block. `set` takes a key and its value: `None` for a key it
     /// does not know, `Err(help)` for a value it cannot take. False when anything was
     /// reported.
-    fn expect_block(
+    pub(super) fn expect_block(
         &mut self,
         file: usize,
         block: &Block<'a>,
@@ -371,37 +373,6 @@ impl<'a> Cx<'_, 'a> {
             }
         }
         ok
-    }
-
-    /// The checked tests, their declarations mapped to the program's indices.
-    pub(crate) fn lower_tests(&self, files: &[SourceFile], index_of: &HashMap<usize, usize>) -> Vec<p::Test> {
-        let map = |i: &usize| index_of.get(i).copied().unwrap_or(0);
-        self.tests
-            .iter()
-            .map(|t| p::Test {
-                name: t.name.clone(),
-                file: files[t.file].name.clone(),
-                line: LineIndex::new(&files[t.file].text).position(t.offset).line,
-                steps: t
-                    .steps
-                    .iter()
-                    .map(|s| match s {
-                        p::Step::Fake { connection, answers } => {
-                            p::Step::Fake { connection: map(connection), answers: answers.clone() }
-                        }
-                        p::Step::Emit { event, fields } => p::Step::Emit { event: map(event), fields: fields.clone() },
-                        p::Step::Wait { ms } => p::Step::Wait { ms: *ms },
-                        p::Step::Retry { subscriber } => p::Step::Retry { subscriber: map(subscriber) },
-                        p::Step::Expect { subscriber, expect } => {
-                            p::Step::Expect { subscriber: map(subscriber), expect: expect.clone() }
-                        }
-                        p::Step::ExpectBreaker { connection, expect } => {
-                            p::Step::ExpectBreaker { connection: map(connection), expect: expect.clone() }
-                        }
-                    })
-                    .collect(),
-            })
-            .collect()
     }
 }
 
