@@ -50,7 +50,8 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
         }
     };
     // Listings only read; a retry changes rows.
-    let how = if matches!(args.command, Some(DeliveriesCommand::Retry { .. })) { Open::Existing } else { Open::ReadOnly };
+    let how =
+        if matches!(args.command, Some(DeliveriesCommand::Retry { .. })) { Open::Existing } else { Open::ReadOnly };
     let store = match open_store(&args.db.db, how) {
         Ok(s) => s,
         Err(code) => return code,
