@@ -9,8 +9,9 @@
 //! Redirects are never followed: a 3xx is an answer like any other.
 
 use crate::clock::BoxFuture;
-use crate::core::{CallFailure, Outcome};
+use crate::codes::RuntimeCode;
 use crate::drivers::{CallRequest, Driver};
+use crate::rules::{CallFailure, Outcome};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -29,9 +30,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Semaphore;
 
 /// The code of a call that never left: refused, DNS, TLS, or no connection in time.
-pub const CODE_CONNECT: &str = "transport.connect";
+pub const CODE_CONNECT: &str = RuntimeCode::TransportConnect.as_str();
 /// The code of a call that was sent and got no answer (a timeout or a reset).
-pub const CODE_NO_ANSWER: &str = "transport.no_answer";
+pub const CODE_NO_ANSWER: &str = RuntimeCode::TransportNoAnswer.as_str();
 /// The first wait before a connection-level re-send; it doubles after each.
 pub const RESEND_BASE_MS: u64 = 100;
 /// The longest wait before a connection-level re-send.
@@ -270,11 +271,11 @@ impl HttpDriver {
     /// One send, bounded by the connection's `timeout:`.
     async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Outcome {
         let Ok(_permit) = self.in_flight.acquire().await else {
-            return Outcome::fail(FailureKind::InternalFault, "http.driver_closed");
+            return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed);
         };
         let mut req = match self.request(route, body, call) {
             Ok(r) => r,
-            Err(_) => return Outcome::fail(FailureKind::InternalFault, "http.bad_request"),
+            Err(_) => return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpBadRequest),
         };
         // Tells a timeout before a connection was had (the call never left) from
         // one after the request went out.
@@ -334,7 +335,7 @@ pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, 
                 // HTTP answer at all: a defect of the provider.
                 _ => FailureKind::InternalFault,
             };
-            (kind, format!("http.{code}"))
+            (kind, crate::codes::http_status_code(code))
         }
     };
     let retry_after_ms = if matches!(kind, FailureKind::Unavailable | FailureKind::RateLimited) {
@@ -342,7 +343,7 @@ pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, 
     } else {
         None
     };
-    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms })
+    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms, reason: None })
 }
 
 /// `{"failure": {"code": C, "kind": K}}`: K's kind (a word that is not a kind an
@@ -412,7 +413,7 @@ impl Driver for HttpDriver {
         Box::pin(async move {
             let started = Instant::now();
             let Some(route) = self.routes.get(&request.action) else {
-                return Outcome::fail(FailureKind::InternalFault, "http.unknown_action");
+                return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction);
             };
             let body = WireBody {
                 action: &request.action,
@@ -423,7 +424,7 @@ impl Driver for HttpDriver {
             };
             let body = match serde_json::to_vec(&body) {
                 Ok(b) => Bytes::from(b),
-                Err(_) => return Outcome::fail(FailureKind::InternalFault, "http.bad_body"),
+                Err(_) => return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpBadBody),
             };
             let mut sends = 1;
             loop {
@@ -472,7 +473,13 @@ mod tests {
     }
 
     fn failed(kind: FailureKind, code: &str, status: u16, retry_after_ms: Option<u64>) -> Outcome {
-        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: Some(status), retry_after_ms })
+        Outcome::Failed(CallFailure {
+            kind,
+            code: code.into(),
+            http_status: Some(status),
+            retry_after_ms,
+            reason: None,
+        })
     }
 
     #[test]

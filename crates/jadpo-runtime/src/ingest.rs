@@ -7,6 +7,7 @@
 //! is only an ingest endpoint.
 
 use crate::clock::Clock;
+use crate::codes::RuntimeCode;
 use crate::payload::{PayloadError, new_event};
 use crate::store::Store;
 use jadpo_check::program::Program;
@@ -74,8 +75,9 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn error(status: u16, code: &str, message: String) -> Response {
-    Response { status, body: json!({"error": {"code": code, "field": null, "message": message}}) }
+fn error(code: RuntimeCode, message: String) -> Response {
+    let status = code.status().unwrap_or(500);
+    Response { status, body: json!({"error": {"code": code.wire(), "field": null, "message": message}}) }
 }
 
 async fn write_response(stream: &mut TcpStream, r: Response) {
@@ -109,15 +111,15 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
             break end;
         }
         if buf.len() > MAX_HEAD {
-            return Err(error(431, "head_too_large", "the request head is over 16 KiB".into()));
+            return Err(error(RuntimeCode::IngestHeadTooLarge, "the request head is over 16 KiB".into()));
         }
         let mut chunk = [0u8; 4096];
         let n = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut chunk))
             .await
-            .map_err(|_| error(400, "timeout", "the request did not arrive in time".into()))?
-            .map_err(|e| error(400, "bad_request", e.to_string()))?;
+            .map_err(|_| error(RuntimeCode::IngestTimeout, "the request did not arrive in time".into()))?
+            .map_err(|e| error(RuntimeCode::IngestBadRequest, e.to_string()))?;
         if n == 0 {
-            return Err(error(400, "bad_request", "the request ended early".into()));
+            return Err(error(RuntimeCode::IngestBadRequest, "the request ended early".into()));
         }
         buf.extend_from_slice(&chunk[..n]);
     };
@@ -133,10 +135,9 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
         let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
         match k.as_str() {
             "content-length" => {
-                length = Some(
-                    v.parse()
-                        .map_err(|_| error(400, "bad_request", format!("`Content-Length: {v}` is not a length")))?,
-                )
+                length = Some(v.parse().map_err(|_| {
+                    error(RuntimeCode::IngestBadRequest, format!("`Content-Length: {v}` is not a length"))
+                })?)
             }
             "transfer-encoding" => chunked = !v.eq_ignore_ascii_case("identity"),
             "expect" => expect_continue = v.eq_ignore_ascii_case("100-continue"),
@@ -144,20 +145,20 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
         }
     }
     let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
-        return Err(error(404, "not_found", format!("no route `{path}`; post to `/events/NAME`")));
+        return Err(error(RuntimeCode::IngestNotFound, format!("no route `{path}`; post to `/events/NAME`")));
     };
     if method != "POST" {
-        return Err(error(405, "method_not_allowed", "events are taken by `POST`".into()));
+        return Err(error(RuntimeCode::IngestMethodNotAllowed, "events are taken by `POST`".into()));
     }
     if ingest.program.event(name).is_none() {
         return Err(Response { status: 404, body: PayloadError::UnknownEvent(name.to_string()).to_json() });
     }
     if chunked {
-        return Err(error(411, "length_required", "send the body with a `Content-Length`".into()));
+        return Err(error(RuntimeCode::IngestLengthRequired, "send the body with a `Content-Length`".into()));
     }
     let length = length.unwrap_or(0);
     if length > MAX_BODY {
-        return Err(error(413, "too_large", "the body is over 1 MiB".into()));
+        return Err(error(RuntimeCode::IngestTooLarge, "the body is over 1 MiB".into()));
     }
     if expect_continue {
         let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
@@ -167,10 +168,10 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
         let mut chunk = vec![0u8; (length - body.len()).min(64 * 1024)];
         let n = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut chunk))
             .await
-            .map_err(|_| error(400, "timeout", "the body did not arrive in time".into()))?
-            .map_err(|e| error(400, "bad_request", e.to_string()))?;
+            .map_err(|_| error(RuntimeCode::IngestTimeout, "the body did not arrive in time".into()))?
+            .map_err(|e| error(RuntimeCode::IngestBadRequest, e.to_string()))?;
         if n == 0 {
-            return Err(error(400, "bad_request", "the body ended early".into()));
+            return Err(error(RuntimeCode::IngestBadRequest, "the body ended early".into()));
         }
         body.extend_from_slice(&chunk[..n]);
     }
@@ -186,7 +187,7 @@ async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Re
             ingest.wake.notify_waiters();
             Ok(Response { status: 202, body: json!({"id": ids.first()}) })
         }
-        Ok(Err(e)) => Err(error(503, "store_unavailable", e.to_string())),
-        Err(e) => Err(error(503, "store_unavailable", e.to_string())),
+        Ok(Err(e)) => Err(error(RuntimeCode::IngestStoreUnavailable, e.to_string())),
+        Err(e) => Err(error(RuntimeCode::IngestStoreUnavailable, e.to_string())),
     }
 }

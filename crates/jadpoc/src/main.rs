@@ -1,8 +1,11 @@
 //! `jadpoc`: the jadpo toolchain's command line.
 
+mod args;
 mod cmd;
 mod load;
+mod logging;
 mod render;
+mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,7 +23,7 @@ struct Cli {
 enum Command {
     /// Check a program and report every problem found.
     Check(cmd::check::CheckArgs),
-    /// Print the documentation of a diagnostic code.
+    /// Print what a code means, or list every code.
     Explain(cmd::explain::ExplainArgs),
     /// Run a checked program on the outbox runtime.
     Run(cmd::run::RunArgs),

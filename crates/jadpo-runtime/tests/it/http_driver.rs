@@ -7,9 +7,9 @@ use crate::http_server;
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::core::{CallFailure, Outcome};
 use jadpo_runtime::drivers::{CallRequest, Driver};
 use jadpo_runtime::http::{HttpClient, HttpDriver, HttpSetupError};
+use jadpo_runtime::rules::{CallFailure, Outcome};
 use serde_json::json;
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ async fn call(d: &HttpDriver) -> Outcome {
 }
 
 fn failed(kind: FailureKind, code: &str, status: Option<u16>, retry_after_ms: Option<u64>) -> Outcome {
-    Outcome::Failed(CallFailure { kind, code: code.into(), http_status: status, retry_after_ms })
+    Outcome::Failed(CallFailure { kind, code: code.into(), http_status: status, retry_after_ms, reason: None })
 }
 
 /// One answer from a provider that always gives `reply`.

@@ -1,12 +1,16 @@
 //! The crate's integration tests, one binary: each file below is a module, so
 //! linking happens once.
 
-mod common;
-#[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
-mod http_server;
 mod check_cli;
+mod cli;
+mod common;
+mod docs;
 mod fmt_cli;
 mod http_e2e;
+#[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
+mod http_server;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod store_cli;
+mod tidy;
