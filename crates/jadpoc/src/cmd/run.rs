@@ -94,6 +94,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
+    // The run's one random source: the runtime's waits and the drivers' re-send
+    // jitter draw from it.
+    let random = RandomSource::from_system();
     let drivers = match drivers(&program, &args.fakes) {
         Ok(d) => d,
         Err(m) => {
@@ -119,7 +122,6 @@ pub fn run(args: RunArgs) -> ExitCode {
         batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let random = RandomSource::from_system();
     let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
