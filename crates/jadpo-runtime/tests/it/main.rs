@@ -1,9 +1,10 @@
 //! The crate's integration tests, one binary: each file below is a module, so
 //! linking happens once.
 
-mod common;
-mod http_server;
 mod breakers;
+mod common;
 mod http_driver;
+mod http_server;
+mod ingest;
 mod runtime;
 mod store;

@@ -6,7 +6,7 @@ use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
-use jadpo_runtime::ingest::{Ingest, serve};
+use jadpo_runtime::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
 use jadpo_runtime::log::{LogFormat, Logger};
 use jadpo_runtime::store::{SqliteStore, Store};
 use jadpo_runtime::workers::{Runtime, RuntimeConfig};
@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// binds to loopback.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// Most connections `--listen` serves at once; more wait to be accepted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     /// How log lines are written (to stderr).
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormatArg,
@@ -167,8 +171,9 @@ pub fn run(args: RunArgs) -> ExitCode {
                 Ok(l) => {
                     let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
                     eprintln!("jadpoc: taking events at http://{shown}/events/NAME");
+                    let limits = IngestLimits { max_connections: args.max_connections, ..IngestLimits::default() };
                     let ingest =
-                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker() };
+                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker(), limits };
                     server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
                 }
                 Err(e) => {

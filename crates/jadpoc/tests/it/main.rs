@@ -1,11 +1,11 @@
 //! The crate's integration tests, one binary: each file below is a module, so
 //! linking happens once.
 
+mod check_cli;
 mod common;
+mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
-mod check_cli;
-mod http_e2e;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
