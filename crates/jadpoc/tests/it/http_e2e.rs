@@ -200,7 +200,7 @@ fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
     e.emit_paid(1);
     let (list, _) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
-    assert_eq!(failure(&list[0]), ("unavailable", "transport.connect"));
+    assert_eq!(failure(&list[0]), ("unavailable", "transport.refused"));
     assert_eq!(e.history(&list[0])[0]["http_status"], Value::Null);
 }
 
