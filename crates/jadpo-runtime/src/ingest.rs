@@ -249,7 +249,7 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
             if upper.is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= MAX_BODY)) {
                 let _ = tokio::time::timeout(shared.limits.body_timeout, Limited::new(body, MAX_BODY).collect()).await;
             }
-            return refusal;
+            return *refusal;
         }
     };
     if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > MAX_BODY) {
@@ -295,37 +295,44 @@ fn too_large() -> Response<Full<Bytes>> {
 }
 
 /// Everything decided from the request's head: the event's name, or the refusal.
-fn check_head<'a>(parts: &'a hyper::http::request::Parts, shared: &Shared) -> Result<&'a str, Response<Full<Bytes>>> {
+fn check_head<'a>(
+    parts: &'a hyper::http::request::Parts,
+    shared: &Shared,
+) -> Result<&'a str, Box<Response<Full<Bytes>>>> {
     // The path alone routes: a query string is ignored.
     let path = parts.uri.path();
     let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
-        return Err(refuse(StatusCode::NOT_FOUND, "not_found", format!("no route `{path}`; post to `/events/NAME`")));
+        return Err(Box::new(refuse(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no route `{path}`; post to `/events/NAME`"),
+        )));
     };
     if parts.method != Method::POST {
         let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "events are taken by `POST`");
         r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
-        return Err(r);
+        return Err(Box::new(r));
     }
     if shared.program.event(name).is_none() {
-        return Err(refuse_payload(StatusCode::NOT_FOUND, &PayloadError::UnknownEvent(name.to_string())));
+        return Err(Box::new(refuse_payload(StatusCode::NOT_FOUND, &PayloadError::UnknownEvent(name.to_string()))));
     }
     let headers = &parts.headers;
     if let Some(ct) = headers.get(CONTENT_TYPE)
         && !is_json(ct.as_bytes())
     {
         let shown = String::from_utf8_lossy(ct.as_bytes()).into_owned();
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
             format!("the body's `Content-Type` is `{shown}`; send `application/json`"),
-        ));
+        )));
     }
     if !headers.contains_key(CONTENT_LENGTH) && !headers.contains_key(TRANSFER_ENCODING) {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::LENGTH_REQUIRED,
             "length_required",
             "send the body with a `Content-Length` or `Transfer-Encoding: chunked`",
-        ));
+        )));
     }
     Ok(name)
 }

@@ -479,7 +479,7 @@ fn is_handshake_failure(e: &rustls::Error) -> bool {
 
 /// A client error: before the request left, or after.
 fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) -> Sent {
-    let reason = Some(deepest_text(e));
+    let reason = deepest_text(e);
     if let Some(t) = tls_error(e)
         && (e.is_connect() || is_handshake_failure(t))
     {
@@ -495,17 +495,17 @@ fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) ->
         }
         // The TCP connection was made (its failures are named above): what failed
         // is the TLS layer over it, such as a handshake the server ended.
-        return Sent::fail(FailureKind::Unavailable, CODE_TLS, reason);
+        return Sent::fail(FailureKind::Unavailable, CODE_TLS, Some(reason));
     }
     let hyper_err = std::error::Error::source(e).and_then(|s| s.downcast_ref::<hyper::Error>());
     if hyper_err.is_some_and(|h| h.is_canceled()) {
         // The pool's connection closed before the request was written.
-        return Sent::fail(FailureKind::Unavailable, CODE_REFUSED, reason);
+        return Sent::fail(FailureKind::Unavailable, CODE_REFUSED, Some(reason));
     }
     if hyper_err.is_some_and(|h| h.is_parse() || h.is_parse_status()) {
-        return Sent::fail(FailureKind::InternalFault, CODE_INVALID_ANSWER, reason);
+        return Sent::fail(FailureKind::InternalFault, CODE_INVALID_ANSWER, Some(reason));
     }
-    no_answer(idempotent, reason.unwrap_or_default())
+    no_answer(idempotent, reason)
 }
 
 /// Map a provider's answer to an outcome, as runtime.md's table says: a
