@@ -2,15 +2,17 @@
 //! the registry of diagnostic codes, and the checked [`Program`].
 
 pub mod budget;
+pub mod builtin;
 mod check;
 pub mod diagnostic;
+pub mod index;
 pub mod program;
 pub mod registry;
 pub mod suggest;
-mod tests;
 
 pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
+pub use index::{Def, DefId, Ref, SymbolIndex, SymbolKind};
 /// Durations as the language writes them, for the runtime's `--fake` answers.
 pub use jadpo_syntax::lexer::parse_duration;
 pub use program::Program;

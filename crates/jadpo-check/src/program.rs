@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 /// A whole checked program (every file given to one command).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Program {
     pub events: Vec<Event>,
     pub connections: Vec<Connection>,
@@ -17,16 +17,23 @@ pub struct Program {
     pub tests: Vec<Test>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub name: String,
     pub fields: Vec<Field>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Field {
     pub name: String,
     pub ty: Type,
+}
+
+/// Whether `text` is a `time` value: an RFC 3339 timestamp with its offset, such
+/// as `2026-03-01T09:30:00Z`. The one rule for literals in a program, emitted
+/// payloads and ingested events.
+pub fn is_timestamp(text: &str) -> bool {
+    text.parse::<jiff::Timestamp>().is_ok()
 }
 
 /// A field's or a parameter's type.
@@ -48,7 +55,7 @@ pub enum BaseType {
     Time,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Connection {
     pub name: String,
     pub url: String,
@@ -58,6 +65,40 @@ pub struct Connection {
     pub attempts: u32,
     pub headers: Vec<(String, HeaderValue)>,
     pub max_in_flight: u32,
+    /// The `tls:` block, when given (only with an `https` url).
+    pub tls: Option<Tls>,
+}
+
+/// Headers jadpo sets on every call, which a connection's `headers:` may not set.
+pub const RESERVED_HEADERS: [&str; 2] = ["Idempotency-Key", "Content-Type"];
+
+/// A connection's `tls:` block: read and parsed when `jadpoc run` starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tls {
+    /// Roots to trust in addition to the built-in ones (instead of them with `only_ca`).
+    pub ca: Option<Pem>,
+    /// Trust only `ca`, not the built-in roots.
+    pub only_ca: bool,
+    /// A client certificate and its key, for mutual TLS.
+    pub client: Option<ClientCert>,
+}
+
+/// A client certificate (with its chain) and its private key, each PEM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClientCert {
+    pub cert: Pem,
+    pub key: Pem,
+}
+
+/// Where PEM text comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pem {
+    /// A file. A relative path in the program is joined to the directory of the file
+    /// that declares the connection (as that file's name was given to the command).
+    File(std::path::PathBuf),
+    /// `env("NAME")`: the variable holds the PEM text.
+    Env(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -68,7 +109,7 @@ pub enum HeaderValue {
     Env(String),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Action {
     pub name: String,
     pub params: Vec<Field>,
@@ -99,7 +140,7 @@ impl Default for Budget {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Subscriber {
     pub name: String,
     /// Index into `Program::events`.
@@ -111,7 +152,7 @@ pub struct Subscriber {
 }
 
 /// An action call with its arguments, in parameter order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Call {
     /// Index into `Program::actions`.
     pub action: usize,
@@ -134,7 +175,7 @@ pub enum Literal {
     Bool(bool),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Schedule {
     pub name: String,
     pub every_ms: u64,
@@ -144,7 +185,7 @@ pub struct Schedule {
 }
 
 /// A `test "name" { ... }` block, its steps checked and resolved.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Test {
     pub name: String,
     /// The file the test is in, as given to the command.
@@ -154,7 +195,7 @@ pub struct Test {
     pub steps: Vec<Step>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Step {
     /// Replace a connection's driver with a script of answers.
     Fake {

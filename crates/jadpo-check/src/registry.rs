@@ -72,11 +72,13 @@ codes! {
     NameDuplicate = "name.duplicate", Error, "two declarations of one kind share a name";
     EventTypeUnknown = "event.type_unknown", Error, "a field type that is not one of the five";
     EventDuplicateField = "event.duplicate_field", Error, "an event declares one field twice";
-    ConnectionUrlInvalid = "connection.url_invalid", Error, "a connection's `url:` is missing, not http or https, or not a URL";
+    ConnectionUrlInvalid = "connection.url_invalid", Error, "a connection's `url:` is missing, not http or https, not a URL, or has a query, a fragment or a user and password";
     ConnectionTimeoutInvalid = "connection.timeout_invalid", Error, "a connection's `timeout:` is not a duration from 1ms to 5m";
     ConnectionRetryInvalid = "connection.retry_invalid", Error, "a connection's `retry:` is not a block with `attempts:` from 1 to 10";
     ConnectionMaxInFlightInvalid = "connection.max_in_flight_invalid", Error, "a connection's `max_in_flight:` is not an integer from 1 to 256";
     ConnectionHeaderInvalid = "connection.header_invalid", Error, "a connection's `headers:` is not a block of strings or `env(\"NAME\")` values";
+    ConnectionHeaderReserved = "connection.header_reserved", Error, "a connection's `headers:` sets `Idempotency-Key` or `Content-Type`, which jadpo sets";
+    ConnectionTlsInvalid = "connection.tls_invalid", Error, "a connection's `tls:` has a value of the wrong kind, a client certificate without its key, `only_ca` without `ca`, or an `http` url";
     ActionMissingVia = "action.missing_via", Error, "an action has no `via:`";
     ActionUnknownConnection = "action.unknown_connection", Error, "an action's `via:` names no declared connection";
     ActionParamTypeUnknown = "action.param_type_unknown", Error, "a parameter type that is not one of the five";
@@ -99,6 +101,7 @@ codes! {
     DeclUnknownKey = "decl.unknown_key", Error, "a key the declaration does not take";
     DeclDuplicateKey = "decl.duplicate_key", Error, "the same key twice in one declaration";
     DeclInvalidValue = "decl.invalid_value", Error, "a key's value is not of the kind the key takes";
+    ValueInvalidTime = "value.invalid_time", Error, "a string given for a `time` is not an RFC 3339 timestamp";
     EventUnused = "event.unused", Warning, "an event no subscriber or test uses";
     ActionUnused = "action.unused", Warning, "an action no subscriber or schedule runs";
     ConnectionUnused = "connection.unused", Warning, "a connection no action calls through";

@@ -14,6 +14,8 @@
 # `KILL_AT=S` sends SIGINT to `jadpoc run` S seconds into the load instead, and
 # checks again that every acknowledged id is in the store.
 #
+# `JADPOC=PATH` runs that binary instead of building one (to compare builds).
+#
 # Needs wrk (`apt-get install wrk`) and python3.
 set -euo pipefail
 SECONDS_=${1:-10}
@@ -24,8 +26,12 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 2; }
-cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
-J="$ROOT/target/release/jadpoc"
+if [ -n "${JADPOC:-}" ]; then
+  J=$(realpath "$JADPOC")
+else
+  cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
+  J="$ROOT/target/release/jadpoc"
+fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -68,7 +74,8 @@ for C in "${CONNS[@]}"; do
   if [ -n "${KILL_AT:-}" ]; then
     (sleep "$KILL_AT"; kill -INT $PID) &
   fi
-  wrk -t 2 -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/Paid" \
+  T=$((C < 2 ? C : 2))
+  wrk -t "$T" -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/Paid" \
     | grep -E "Requests/sec|Latency|requests in|errors|answers other"
   kill -INT $PID 2>/dev/null || true
   wait $PID || true

@@ -2,7 +2,7 @@
 //! answers) here, the HTTP driver in [`crate::http`].
 
 use crate::clock::BoxFuture;
-use crate::core::{CallFailure, Outcome};
+use crate::rules::{CallFailure, Outcome};
 use jadpo_check::program::{Answer, FailureKind, FakeAnswer};
 use std::sync::Mutex;
 
@@ -148,9 +148,13 @@ pub fn outcome_of(answer: Answer) -> Option<Outcome> {
     match answer {
         Answer::Ok => Some(Outcome::ok()),
         Answer::Hang => None,
-        Answer::Fail { kind, retry_after_ms } => {
-            Some(Outcome::Failed(CallFailure { kind, code: format!("fake.{kind}"), http_status: None, retry_after_ms }))
-        }
+        Answer::Fail { kind, retry_after_ms } => Some(Outcome::Failed(CallFailure {
+            kind,
+            code: crate::codes::fake_code(kind),
+            http_status: None,
+            retry_after_ms,
+            reason: None,
+        })),
     }
 }
 

@@ -11,6 +11,7 @@
 //! store's single writer commits many events per sync.
 
 use crate::clock::Clock;
+use crate::codes::RuntimeCode;
 use crate::payload::{PayloadError, new_event};
 use crate::store::{NewEvent, Store};
 use bytes::Bytes;
@@ -219,14 +220,19 @@ fn answer(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>>
     r
 }
 
-/// A refusal: `{"error": {"code", "field": null, "message"}}`.
-fn refuse(status: StatusCode, code: &str, message: impl Into<String>) -> Response<Full<Bytes>> {
-    answer(status, &json!({"error": {"code": code, "field": null, "message": message.into()}}))
+/// The HTTP status of an ingest code.
+fn status_of(code: RuntimeCode) -> StatusCode {
+    code.status().and_then(|s| StatusCode::from_u16(s).ok()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A refusal: `{"error": {"code", "field": null, "message"}}`, with the code's status.
+fn refuse(code: RuntimeCode, message: impl Into<String>) -> Response<Full<Bytes>> {
+    answer(status_of(code), &json!({"error": {"code": code.wire(), "field": null, "message": message.into()}}))
 }
 
 /// A refusal of the payload, naming its field.
-fn refuse_payload(status: StatusCode, e: &PayloadError) -> Response<Full<Bytes>> {
-    answer(status, &e.to_json())
+fn refuse_payload(e: &PayloadError) -> Response<Full<Bytes>> {
+    answer(status_of(e.registered()), &e.to_json())
 }
 
 /// Whether a `Content-Type` names JSON: `application/json` or `application/*+json`,
@@ -259,37 +265,34 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
         Ok(Err(e)) => {
-            return refuse(StatusCode::BAD_REQUEST, "bad_request", format!("the body could not be read: {e}"));
+            return refuse(RuntimeCode::IngestBadRequest, format!("the body could not be read: {e}"));
         }
         Err(_) => {
             let secs = shared.limits.body_timeout.as_secs_f64();
-            return refuse(StatusCode::REQUEST_TIMEOUT, "timeout", format!("the body did not arrive within {secs}s"));
+            return refuse(RuntimeCode::IngestTimeout, format!("the body did not arrive within {secs}s"));
         }
     };
     let Ok(text) = std::str::from_utf8(&bytes) else {
-        return refuse_payload(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &PayloadError::NotJson("the body is not UTF-8".into()),
-        );
+        return refuse_payload(&PayloadError::NotJson("the body is not UTF-8".into()));
     };
     let event = match new_event(&shared.program, name, text) {
         Ok(e) => e,
-        Err(e) => return refuse_payload(StatusCode::UNPROCESSABLE_ENTITY, &e),
+        Err(e) => return refuse_payload(&e),
     };
     let (done, stored) = oneshot::channel();
     if shared.commits.send(Pending { event, done }).await.is_err() {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "stopping", "the ingest is stopping; send it again");
+        return refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again");
     }
     match stored.await {
         Ok(Ok(id)) => answer(StatusCode::ACCEPTED, &json!({"id": id})),
-        Ok(Err(e)) => refuse(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e),
-        Err(_) => refuse(StatusCode::SERVICE_UNAVAILABLE, "stopping", "the ingest is stopping; send it again"),
+        Ok(Err(e)) => refuse(RuntimeCode::IngestStoreUnavailable, e),
+        Err(_) => refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again"),
     }
 }
 
 /// 413; the rest of the body is not read, so the connection closes after it.
 fn too_large() -> Response<Full<Bytes>> {
-    let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "the body is over 1 MiB");
+    let mut r = refuse(RuntimeCode::IngestTooLarge, "the body is over 1 MiB");
     r.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
     r
 }
@@ -303,18 +306,17 @@ fn check_head<'a>(
     let path = parts.uri.path();
     let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
         return Err(Box::new(refuse(
-            StatusCode::NOT_FOUND,
-            "not_found",
+            RuntimeCode::IngestNotFound,
             format!("no route `{path}`; post to `/events/NAME`"),
         )));
     };
     if parts.method != Method::POST {
-        let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "events are taken by `POST`");
+        let mut r = refuse(RuntimeCode::IngestMethodNotAllowed, "events are taken by `POST`");
         r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
         return Err(Box::new(r));
     }
     if shared.program.event(name).is_none() {
-        return Err(Box::new(refuse_payload(StatusCode::NOT_FOUND, &PayloadError::UnknownEvent(name.to_string()))));
+        return Err(Box::new(refuse_payload(&PayloadError::UnknownEvent(name.to_string()))));
     }
     let headers = &parts.headers;
     if let Some(ct) = headers.get(CONTENT_TYPE)
@@ -322,15 +324,13 @@ fn check_head<'a>(
     {
         let shown = String::from_utf8_lossy(ct.as_bytes()).into_owned();
         return Err(Box::new(refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            RuntimeCode::IngestUnsupportedMediaType,
             format!("the body's `Content-Type` is `{shown}`; send `application/json`"),
         )));
     }
     if !headers.contains_key(CONTENT_LENGTH) && !headers.contains_key(TRANSFER_ENCODING) {
         return Err(Box::new(refuse(
-            StatusCode::LENGTH_REQUIRED,
-            "length_required",
+            RuntimeCode::IngestLengthRequired,
             "send the body with a `Content-Length` or `Transfer-Encoding: chunked`",
         )));
     }

@@ -1,27 +1,37 @@
 //! The jadpo outbox runtime.
 //!
-//! - [`core`]: the pure rules of a delivery's life and of the circuit breakers (no
+//! - [`breaker_view`]: the in-process view of the breakers, moved as soon as an
+//!   outcome is known.
+//! - [`codes`]: the registry of runtime codes (attempt failures, ingest refusals).
+//! - [`rules`]: the pure rules of a delivery's life and of the circuit breakers (no
 //!   IO, no clock, no global RNG).
+//! - [`steps`]: the [`steps::Runtime`] and its steps (claim, prepare a call,
+//!   conclude, record, tick), shared by both drivers of time.
+//! - [`drive`]: the drivers of time: [`drive::live`] (tokio loops, `jadpoc run`) and
+//!   [`drive::scenario`] (virtual time, `jadpoc test`).
+//! - [`config`]: how the runtime runs, and the defaults the command line takes.
+//! - [`rng`]: the run's one seeded, portable random source.
 //! - [`store`]: the [`store::Store`] trait and its SQLite implementation.
 //! - [`clock`]: the [`clock::Clock`] trait, the system clock and the virtual clock.
 //! - [`drivers`]: the [`drivers::Driver`] trait and the fake driver.
 //! - [`http`]: the HTTP driver.
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`ingest`]: the `--listen` HTTP ingest of events.
-//! - [`workers`]: the [`workers::Runtime`]'s steps, and the tokio workers and tick
-//!   that run them.
-//! - [`scenario`]: the virtual-time driver of the same runtime, for `jadpoc test`.
 //! - [`views`]: what `deliveries`, `status` and `breakers` print.
-//! - [`log`]: the run's log lines, as text or JSON.
+//! - [`events`]: the run's log events.
 
+pub mod breaker_view;
 pub mod clock;
-pub mod core;
+pub mod codes;
+pub mod config;
+pub mod drive;
 pub mod drivers;
+pub mod events;
 pub mod http;
 pub mod ingest;
-pub mod log;
 pub mod payload;
-pub mod scenario;
+pub mod rng;
+pub mod rules;
+pub mod steps;
 pub mod store;
 pub mod views;
-pub mod workers;

@@ -1,6 +1,7 @@
 //! An event's JSON payload checked against its declaration, and the arguments of a
 //! call built from it. Used by `jadpoc emit`, `--ndjson` and `--listen` alike.
 
+use crate::codes::RuntimeCode;
 use crate::store::{NewDelivery, NewEvent};
 use jadpo_check::program::{Arg, BaseType, Call, Event, Literal, Program};
 use serde_json::{Map, Value};
@@ -56,13 +57,18 @@ impl PayloadError {
 
     /// A short machine-readable code.
     pub fn code(&self) -> &'static str {
+        self.registered().wire()
+    }
+
+    /// The code's registry entry.
+    pub fn registered(&self) -> RuntimeCode {
         match self {
-            PayloadError::UnknownEvent(_) => "unknown_event",
-            PayloadError::NotJson(_) => "not_json",
-            PayloadError::NotAnObject => "not_an_object",
-            PayloadError::UnknownField { .. } => "unknown_field",
-            PayloadError::MissingField { .. } => "missing_field",
-            PayloadError::WrongType { .. } => "wrong_type",
+            PayloadError::UnknownEvent(_) => RuntimeCode::IngestUnknownEvent,
+            PayloadError::NotJson(_) => RuntimeCode::IngestNotJson,
+            PayloadError::NotAnObject => RuntimeCode::IngestNotAnObject,
+            PayloadError::UnknownField { .. } => RuntimeCode::IngestUnknownField,
+            PayloadError::MissingField { .. } => RuntimeCode::IngestMissingField,
+            PayloadError::WrongType { .. } => RuntimeCode::IngestWrongType,
         }
     }
 

@@ -25,6 +25,24 @@ impl Span {
     }
 }
 
+/// A comment: trivia kept beside the tokens (the parser never sees it), so that the
+/// formatter and the language server can put it back where it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comment {
+    /// From `//` to the line's end (line break excluded), or from `/*` to `*/`.
+    pub span: Span,
+    pub kind: CommentKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentKind {
+    /// `// ...` to the end of the line.
+    Line,
+    /// `/* ... */`, which may span lines; `terminated` is false when the text ends
+    /// first (a syntax error).
+    Block { terminated: bool },
+}
+
 /// A name with its place in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Name<'a> {

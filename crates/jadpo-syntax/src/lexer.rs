@@ -5,7 +5,10 @@
 //! zero) and unknown characters are dropped, so the parser sees a well-formed stream
 //! and one mistake yields one diagnostic.
 
-use crate::{SyntaxError, SyntaxErrorKind, ast::Span};
+use crate::{
+    SyntaxError, SyntaxErrorKind,
+    ast::{Comment, CommentKind, Span},
+};
 use logos::Logos;
 use std::borrow::Cow;
 use std::fmt;
@@ -17,8 +20,9 @@ pub const MAX_NESTING: usize = 64;
 /// The tokens logos recognises. Values are computed afterwards, in [`Lexer`].
 #[derive(Logos, Debug, Clone, Copy, PartialEq, Eq)]
 #[logos(skip r"[ \t\r\n\f]+")]
-#[logos(skip(r"//[^\n]*", allow_greedy = true))]
 enum Raw {
+    #[regex(r"//[^\n]*", allow_greedy = true)]
+    LineComment,
     #[token("/*", block_comment)]
     BlockComment(bool),
     #[token("\"", string)]
@@ -203,11 +207,27 @@ pub struct Lexer<'a, 'e> {
     depth: usize,
     /// Nesting went past [`MAX_NESTING`] once already: reported once per file.
     too_deep: bool,
+    /// The comments passed so far, in source order: trivia the parser never sees.
+    comments: Vec<Comment>,
 }
 
 impl<'a, 'e> Lexer<'a, 'e> {
     pub fn new(src: &'a str, errors: &'e mut Vec<SyntaxError>) -> Self {
-        Lexer { src, inner: Raw::lexer(src), errors, invalid_run: None, depth: 0, too_deep: false }
+        Lexer {
+            src,
+            inner: Raw::lexer(src),
+            errors,
+            invalid_run: None,
+            depth: 0,
+            too_deep: false,
+            comments: Vec::new(),
+        }
+    }
+
+    /// The comments passed so far, in source order; after the last token, every
+    /// comment of the text.
+    pub fn take_comments(&mut self) -> Vec<Comment> {
+        std::mem::take(&mut self.comments)
     }
 
     fn error(&mut self, kind: SyntaxErrorKind, span: Span, message: String, help: Option<&str>) {
@@ -254,6 +274,20 @@ impl<'a, 'e> Lexer<'a, 'e> {
             if self.invalid_run.is_some() {
                 self.flush_invalid();
             }
+            // Comments are kept as trivia, even where nesting is too deep: whoever
+            // rewrites the text must be able to account for every one.
+            match raw {
+                Raw::LineComment => {
+                    // A CRLF line's `\r` belongs to the line break, not the comment.
+                    let end = span.end - u32::from(self.inner.slice().ends_with('\r'));
+                    self.comments.push(Comment { span: Span { start: span.start, end }, kind: CommentKind::Line });
+                    continue;
+                }
+                Raw::BlockComment(terminated) => {
+                    self.comments.push(Comment { span, kind: CommentKind::Block { terminated } });
+                }
+                _ => {}
+            }
             let bracket =
                 matches!(raw, Raw::LBrace | Raw::LParen | Raw::LBracket | Raw::RBrace | Raw::RParen | Raw::RBracket);
             if self.depth > MAX_NESTING && !bracket {
@@ -263,7 +297,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
             }
             let text = self.inner.slice();
             let tok = match raw {
-                Raw::BlockComment(true) => continue,
+                Raw::LineComment | Raw::BlockComment(true) => continue,
                 Raw::BlockComment(false) => {
                     self.error(
                         SyntaxErrorKind::UnterminatedComment,
@@ -436,7 +470,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
 }
 
 impl<'a> Iterator for Lexer<'a, '_> {
-    type Item = Result<Spanned<'a>, ()>;
+    type Item = Result<Spanned<'a>, crate::GrammarError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_token().map(Ok)

@@ -41,6 +41,18 @@ impl Lists<'_> {
     }
 }
 
+/// A mistake the grammar's own rules find, beside the tokens LALRPOP did not expect.
+/// The lexer never yields one; it is its iterator's error type because LALRPOP
+/// requires the two to be the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrammarError {
+    /// A keyword where a declaration's name belongs: `event event { ... }`.
+    KeywordAsName { span: Span },
+}
+
+/// The words a name cannot be.
+pub const KEYWORDS: [&str; 8] = ["event", "connection", "action", "subscriber", "schedule", "test", "true", "false"];
+
 /// What went wrong, lexically or syntactically; the checker maps each to its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyntaxErrorKind {
@@ -64,11 +76,15 @@ pub struct SyntaxError {
     pub help: Option<String>,
 }
 
-/// A parsed file: its tree and every syntax error, sorted by position.
+/// A parsed file: its tree, every syntax error, and its comments.
 #[derive(Debug)]
 pub struct Parsed<'a> {
     pub file: ast::File<'a>,
+    /// Sorted by position.
     pub errors: Vec<SyntaxError>,
+    /// Every comment of the text, line and block, in source order (trivia: no node
+    /// of the tree refers to them; place them by their spans).
+    pub comments: Vec<ast::Comment>,
 }
 
 /// Parses one file. Never fails and never panics: a broken declaration becomes
@@ -78,7 +94,9 @@ pub fn parse(src: &str) -> Parsed<'_> {
     let mut errors = Vec::new();
     let mut recovered = Vec::new();
     let mut lists = Lists::default();
-    let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, Lexer::new(src, &mut errors));
+    let mut lexer = Lexer::new(src, &mut errors);
+    let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer);
+    let comments = lexer.take_comments();
     let file = match result {
         Ok(file) => file,
         Err(e) => {
@@ -88,10 +106,10 @@ pub fn parse(src: &str) -> Parsed<'_> {
     };
     errors.extend(recovered.into_iter().map(|r| parse_error(src, r.error)));
     errors.sort_by_key(|e| (e.span.start, e.span.end));
-    Parsed { file, errors }
+    Parsed { file, errors, comments }
 }
 
-fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {
+fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, GrammarError>) -> SyntaxError {
     match e {
         ParseError::UnrecognizedToken { token: (l, tok, r), expected } => SyntaxError {
             kind: SyntaxErrorKind::UnexpectedToken,
@@ -119,11 +137,14 @@ fn parse_error(src: &str, e: ParseError<usize, Tok<'_>, ()>) -> SyntaxError {
             message: "a character or sequence that is no token".into(),
             help: None,
         },
-        ParseError::User { error: () } => SyntaxError {
-            kind: SyntaxErrorKind::InvalidToken,
-            span: last_char(src),
-            message: "a character or sequence that is no token".into(),
-            help: None,
+        ParseError::User { error: GrammarError::KeywordAsName { span } } => SyntaxError {
+            kind: SyntaxErrorKind::UnexpectedToken,
+            span,
+            message: format!("`{}` is a keyword and cannot name a declaration", src.get(span.range()).unwrap_or("")),
+            help: Some(format!(
+                "choose another name; the keywords are {}",
+                KEYWORDS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            )),
         },
     }
 }

@@ -1,8 +1,11 @@
 //! `jadpoc`: the jadpo toolchain's command line.
 
+mod args;
 mod cmd;
 mod load;
+mod logging;
 mod render;
+mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,7 +23,7 @@ struct Cli {
 enum Command {
     /// Check a program and report every problem found.
     Check(cmd::check::CheckArgs),
-    /// Print the documentation of a diagnostic code.
+    /// Print what a code means, or list every code.
     Explain(cmd::explain::ExplainArgs),
     /// Run a checked program on the outbox runtime.
     Run(cmd::run::RunArgs),
@@ -36,6 +39,8 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Show when each attempt of each subscriber's budget starts.
     Plan(cmd::plan::PlanArgs),
+    /// Rewrite files in the canonical layout, keeping every comment.
+    Fmt(cmd::fmt::FmtArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         Command::Breakers(args) => cmd::breakers::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Fmt(args) => cmd::fmt::run(args),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Rendering diagnostics: miette's graphical reports for people, JSON for editors,
 //! SARIF for CI code scanning.
 
+use crate::args::plural;
 use jadpo_check::{Checked, Code, Diagnostic, LineIndex, Position, Severity, SourceFile};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use serde_json::{Value, json};
@@ -64,12 +65,11 @@ fn render_one(handler: &GraphicalReportHandler, files: &[SourceFile], d: &Diagno
 
 /// `N errors, M warnings in K files`.
 pub fn summary(checked: &Checked, files: usize) -> String {
-    let (e, w) = (checked.errors(), checked.warnings());
     format!(
-        "{e} error{}, {w} warning{} in {files} file{}",
-        if e == 1 { "" } else { "s" },
-        if w == 1 { "" } else { "s" },
-        if files == 1 { "" } else { "s" }
+        "{}, {} in {}",
+        plural(checked.errors() as u64, "error"),
+        plural(checked.warnings() as u64, "warning"),
+        plural(files as u64, "file")
     )
 }
 
@@ -113,20 +113,32 @@ pub fn json(files: &[SourceFile], checked: &Checked) -> Value {
     })
 }
 
-/// SARIF 2.1.0: one run, one rule per code of the registry.
+/// A code's help for SARIF: its documentation's prose, without the examples
+/// (`jadpoc explain` prints those), so that a report stays small.
+fn rule_help(code: Code) -> String {
+    let doc = code.doc();
+    let prose = doc.split("\n### ").next().unwrap_or(doc).trim();
+    format!("{prose}\n\n`jadpoc explain {code}` shows an example and its fix.")
+}
+
+/// SARIF 2.1.0: one run, with a rule for each code its results use.
 pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
     let index: Vec<LineIndex> = files.iter().map(|f| LineIndex::new(&f.text)).collect();
     let level = |s: Severity| match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
     };
-    let rules: Vec<Value> = Code::ALL
+    // In the registry's order, each code once.
+    let used: Vec<Code> =
+        Code::ALL.iter().copied().filter(|c| checked.diagnostics.iter().any(|d| d.code == *c)).collect();
+    let rules: Vec<Value> = used
         .iter()
-        .map(|c| {
+        .map(|&c| {
+            let help = rule_help(c);
             json!({
                 "id": c.as_str(),
                 "shortDescription": {"text": c.summary()},
-                "help": {"text": c.doc(), "markdown": c.doc()},
+                "help": {"text": help, "markdown": help},
                 "defaultConfiguration": {"level": level(c.severity())},
             })
         })
@@ -155,7 +167,7 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
                 .collect();
             json!({
                 "ruleId": d.code.as_str(),
-                "ruleIndex": Code::ALL.iter().position(|c| *c == d.code),
+                "ruleIndex": used.iter().position(|c| *c == d.code),
                 "level": level(d.severity()),
                 "message": {"text": text},
                 "locations": [{"physicalLocation": {

@@ -3,4 +3,7 @@
 
 mod corpus;
 mod docs;
+mod index;
+mod lower;
+mod messages;
 mod robustness;

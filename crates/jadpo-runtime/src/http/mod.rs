@@ -11,8 +11,10 @@
 mod track;
 
 use crate::clock::BoxFuture;
-use crate::core::{CallFailure, Outcome};
+use crate::codes::RuntimeCode;
 use crate::drivers::{CallRequest, Driver};
+use crate::rng::RandomSource;
+use crate::rules::{CallFailure, Outcome};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
@@ -33,19 +35,19 @@ pub use track::{ConnectFailure, WatchSnapshot};
 use track::{Watched, WatchingConnector};
 
 /// A call that never left: the provider's host name did not resolve.
-pub const CODE_DNS: &str = "transport.dns";
+pub const CODE_DNS: &str = RuntimeCode::TransportDns.as_str();
 /// A call that never left: the connection was refused (or the host could not be
 /// reached at all).
-pub const CODE_REFUSED: &str = "transport.refused";
+pub const CODE_REFUSED: &str = RuntimeCode::TransportRefused.as_str();
 /// A call that never left: no connection within the connection's `timeout:`.
-pub const CODE_CONNECT_TIMEOUT: &str = "transport.connect_timeout";
+pub const CODE_CONNECT_TIMEOUT: &str = RuntimeCode::TransportConnectTimeout.as_str();
 /// A call that never left: the TLS handshake failed (a certificate not trusted, a
 /// client certificate refused, no common protocol).
-pub const CODE_TLS: &str = "transport.tls";
+pub const CODE_TLS: &str = RuntimeCode::TransportTls.as_str();
 /// The code of a call that was sent and got no answer (a timeout or a reset).
-pub const CODE_NO_ANSWER: &str = "transport.no_answer";
+pub const CODE_NO_ANSWER: &str = RuntimeCode::TransportNoAnswer.as_str();
 /// The code of an answer that is not HTTP, or whose body was cut short.
-pub const CODE_INVALID_ANSWER: &str = "http.invalid_answer";
+pub const CODE_INVALID_ANSWER: &str = RuntimeCode::HttpInvalidAnswer.as_str();
 /// The `User-Agent` sent unless the connection's `headers:` set one.
 pub const USER_AGENT_VALUE: &str = concat!("jadpo/", env!("CARGO_PKG_VERSION"));
 /// The first wait before a connection-level re-send; it doubles after each.
@@ -127,6 +129,8 @@ type Inner = Client<HttpsConnector<WatchingConnector>, Body>;
 pub struct HttpClient {
     inner: Inner,
     fresh: Inner,
+    /// Where the re-sends' jitter is drawn from: the run's one source.
+    random: RandomSource,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -136,6 +140,13 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
+    /// The same client, drawing its re-sends' jitter from `random` (the run's
+    /// source, seeded or not).
+    pub fn with_random(mut self, random: RandomSource) -> HttpClient {
+        self.random = random;
+        self
+    }
+
     /// A client over http and https. TLS uses rustls with the ring provider and the
     /// system's root certificates, or Mozilla's bundled roots when the system has
     /// none.
@@ -156,7 +167,7 @@ impl HttpClient {
         let https = builder.https_or_http().enable_http1().wrap_connector(WatchingConnector::new(http));
         let inner = Client::builder(TokioExecutor::new()).build(https.clone());
         let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(https);
-        Ok(HttpClient { inner, fresh })
+        Ok(HttpClient { inner, fresh, random: RandomSource::from_system() })
     }
 }
 
@@ -295,9 +306,9 @@ impl HttpDriver {
     /// One send, bounded by the connection's `timeout:`. A call the provider
     /// surely never received because it had closed the pooled connection is sent
     /// once more, on a fresh connection.
-    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Sent {
+    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Outcome {
         let Ok(_permit) = self.in_flight.acquire().await else {
-            return Sent::fail(FailureKind::InternalFault, "http.driver_closed", None);
+            return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None);
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
         let first = self.send_on(&self.client.inner, route, body, call, deadline).await;
@@ -307,9 +318,7 @@ impl HttpDriver {
                 match self.send_on(&self.client.fresh, route, body, call, deadline).await {
                     Attempted::Done(sent) => sent,
                     // Twice refused unread: the provider is closing every connection.
-                    Attempted::NeverReceived(reason) => {
-                        Sent::fail(FailureKind::Unavailable, CODE_REFUSED, Some(reason))
-                    }
+                    Attempted::NeverReceived(reason) => fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason)),
                 }
             }
             Attempted::Done(sent) => sent,
@@ -327,7 +336,13 @@ impl HttpDriver {
     ) -> Attempted {
         let mut req = match self.request(route, body, call) {
             Ok(r) => r,
-            Err(_) => return Attempted::Done(Sent::fail(FailureKind::InternalFault, "http.bad_request", None)),
+            Err(_) => {
+                return Attempted::Done(fail_with(
+                    FailureKind::InternalFault,
+                    RuntimeCode::HttpBadRequest.as_str(),
+                    None,
+                ));
+            }
         };
         // Tells a timeout before a connection was had (the call never left) from
         // one after the request went out, and what the connection saw.
@@ -345,7 +360,7 @@ impl HttpDriver {
             }
             Err(_) if captured.connection_metadata().is_none() => {
                 let reason = format!("no connection within {} ms", self.timeout.as_millis());
-                return Attempted::Done(Sent::fail(FailureKind::Unavailable, CODE_CONNECT_TIMEOUT, Some(reason)));
+                return Attempted::Done(fail_with(FailureKind::Unavailable, CODE_CONNECT_TIMEOUT, Some(reason)));
             }
             Err(_) => {
                 let reason = format!("no answer within {} ms", self.timeout.as_millis());
@@ -363,19 +378,14 @@ impl HttpDriver {
             Ok(Err(e)) => {
                 let reason =
                     format!("the body of a {} answer was cut short: {}", parts.status.as_u16(), deepest_text(&*e));
-                let mut sent = Sent::fail(FailureKind::InternalFault, CODE_INVALID_ANSWER, Some(reason));
-                if let Outcome::Failed(f) = &mut sent.outcome {
-                    f.http_status = Some(parts.status.as_u16());
-                }
-                return Attempted::Done(sent);
+                let mut f = CallFailure::new(FailureKind::InternalFault, CODE_INVALID_ANSWER).with_reason(reason);
+                f.http_status = Some(parts.status.as_u16());
+                return Attempted::Done(Outcome::Failed(f));
             }
             // A body that does not come in time: the status decides.
             Err(_) => None,
         };
-        Attempted::Done(Sent {
-            outcome: map_answer(parts.status, &parts.headers, body.as_deref(), SystemTime::now()),
-            reason: None,
-        })
+        Attempted::Done(map_answer(parts.status, &parts.headers, body.as_deref(), SystemTime::now()))
     }
 }
 
@@ -384,23 +394,15 @@ enum Attempted {
     /// The provider surely never received it (the text of the failure).
     NeverReceived(String),
     /// It ended this way.
-    Done(Sent),
+    Done(Outcome),
 }
 
-/// A send's outcome, with the short reason of a transport failure: the underlying
-/// error's text, never a header value or a body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    /// How the send ended.
-    pub outcome: Outcome,
-    /// Why, in a few words, when the transport failed.
-    pub reason: Option<String>,
-}
-
-impl Sent {
-    fn fail(kind: FailureKind, code: &str, reason: Option<String>) -> Sent {
-        Sent { outcome: Outcome::fail(kind, code), reason }
-    }
+/// A failure with a short reason: the underlying error's text, never a header
+/// value or a body.
+fn fail_with(kind: FailureKind, code: &str, reason: Option<String>) -> Outcome {
+    let mut f = CallFailure::new(kind, code);
+    f.reason = reason;
+    Outcome::Failed(f)
 }
 
 /// What the watching connector saw of the connection a request went to.
@@ -428,9 +430,9 @@ pub fn join_url(url: &str, path: &str) -> String {
 }
 
 /// A call that was sent and got no answer.
-fn no_answer(idempotent: bool, reason: String) -> Sent {
+fn no_answer(idempotent: bool, reason: String) -> Outcome {
     let kind = if idempotent { FailureKind::Unavailable } else { FailureKind::OutcomeUnknown };
-    Sent::fail(kind, CODE_NO_ANSWER, Some(reason))
+    fail_with(kind, CODE_NO_ANSWER, Some(reason))
 }
 
 /// The TLS error in an error's chain, if any (also inside an `io::Error`).
@@ -478,32 +480,32 @@ fn is_handshake_failure(e: &rustls::Error) -> bool {
 }
 
 /// A client error: before the request left, or after.
-fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) -> Sent {
+fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) -> Outcome {
     let reason = deepest_text(e);
     if let Some(t) = tls_error(e)
         && (e.is_connect() || is_handshake_failure(t))
     {
-        return Sent::fail(FailureKind::Unavailable, CODE_TLS, Some(t.to_string()));
+        return fail_with(FailureKind::Unavailable, CODE_TLS, Some(t.to_string()));
     }
     if e.is_connect() {
         let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
         while let Some(err) = cur {
             if let Some(named) = err.downcast_ref::<ConnectFailure>() {
-                return Sent::fail(FailureKind::Unavailable, named.code, Some(named.reason.clone()));
+                return fail_with(FailureKind::Unavailable, named.code, Some(named.reason.clone()));
             }
             cur = err.source();
         }
         // The TCP connection was made (its failures are named above): what failed
         // is the TLS layer over it, such as a handshake the server ended.
-        return Sent::fail(FailureKind::Unavailable, CODE_TLS, Some(reason));
+        return fail_with(FailureKind::Unavailable, CODE_TLS, Some(reason));
     }
     let hyper_err = std::error::Error::source(e).and_then(|s| s.downcast_ref::<hyper::Error>());
     if hyper_err.is_some_and(|h| h.is_canceled()) {
         // The pool's connection closed before the request was written.
-        return Sent::fail(FailureKind::Unavailable, CODE_REFUSED, Some(reason));
+        return fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason));
     }
     if hyper_err.is_some_and(|h| h.is_parse() || h.is_parse_status()) {
-        return Sent::fail(FailureKind::InternalFault, CODE_INVALID_ANSWER, Some(reason));
+        return fail_with(FailureKind::InternalFault, CODE_INVALID_ANSWER, Some(reason));
     }
     no_answer(idempotent, reason)
 }
@@ -531,7 +533,7 @@ pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, 
                 // HTTP answer at all: a defect of the provider.
                 _ => FailureKind::InternalFault,
             };
-            (kind, format!("http.{code}"))
+            (kind, crate::codes::http_status_code(code))
         }
     };
     let retry_after_ms = if matches!(kind, FailureKind::Unavailable | FailureKind::RateLimited) {
@@ -539,7 +541,7 @@ pub fn map_answer(status: StatusCode, headers: &HeaderMap, body: Option<&[u8]>, 
     } else {
         None
     };
-    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms })
+    Outcome::Failed(CallFailure { kind, code, http_status, retry_after_ms, reason: None })
 }
 
 /// `{"failure": {"code": C, "kind": K}}`: K's kind (a word that is not a kind an
@@ -605,12 +607,11 @@ struct WireEvent<'a> {
 }
 
 impl HttpDriver {
-    /// Make the call as [`Driver::call`] does, and say why a transport failure
-    /// happened (the underlying error's text).
-    pub async fn call_with_reason(&self, request: CallRequest) -> Sent {
+    /// Make the call: the connection's sends of it, as [`Driver::call`] says.
+    async fn call_sends(&self, request: CallRequest) -> Outcome {
         let started = Instant::now();
         let Some(route) = self.routes.get(&request.action) else {
-            return Sent::fail(FailureKind::InternalFault, "http.unknown_action", None);
+            return fail_with(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction.as_str(), None);
         };
         let body = WireBody {
             action: &request.action,
@@ -621,20 +622,20 @@ impl HttpDriver {
         };
         let body = match serde_json::to_vec(&body) {
             Ok(b) => Bytes::from(b),
-            Err(_) => return Sent::fail(FailureKind::InternalFault, "http.bad_body", None),
+            Err(_) => return fail_with(FailureKind::InternalFault, RuntimeCode::HttpBadBody.as_str(), None),
         };
         let mut sends = 1;
         loop {
             let sent_at = Instant::now();
             let sent = self.send(route, &body, &request).await;
-            if sends >= self.attempts || !resendable(&sent.outcome) {
+            if sends >= self.attempts || !resendable(&sent) {
                 return sent;
             }
-            let asked = match &sent.outcome {
+            let asked = match &sent {
                 Outcome::Failed(f) => f.retry_after_ms.unwrap_or(0),
                 Outcome::Succeeded { .. } => 0,
             };
-            let wait = resend_wait_ms(sends, &mut rand::rng()).max(asked);
+            let wait = self.client.random.with(|r| resend_wait_ms(sends, r)).max(asked);
             // Re-send only when the wait, and a send as long as the last one,
             // fit in what is left of the run's time limit: never sleep past the
             // limit, and give the re-send a fair chance to end by itself. A
@@ -662,7 +663,7 @@ impl HttpDriver {
 
 impl Driver for HttpDriver {
     fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome> {
-        Box::pin(async move { self.call_with_reason(request).await.outcome })
+        Box::pin(self.call_sends(request))
     }
 }
 
@@ -681,7 +682,13 @@ mod tests {
     }
 
     fn failed(kind: FailureKind, code: &str, status: u16, retry_after_ms: Option<u64>) -> Outcome {
-        Outcome::Failed(CallFailure { kind, code: code.into(), http_status: Some(status), retry_after_ms })
+        Outcome::Failed(CallFailure {
+            kind,
+            code: code.into(),
+            http_status: Some(status),
+            retry_after_ms,
+            reason: None,
+        })
     }
 
     #[test]

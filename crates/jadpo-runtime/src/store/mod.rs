@@ -9,8 +9,8 @@ mod sqlite;
 
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
-use crate::core::breaker::BreakerRow;
-use crate::core::{ClaimDecision, Decision, Failure, Outcome, Record};
+use crate::rules::breaker::BreakerRow;
+use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
 use jadpo_check::program::DeliveryState;
 
 /// Everything that can go wrong in a store, as values.
@@ -317,7 +317,7 @@ pub trait Store: Send + Sync {
 
     /// Record attempts' outcomes and decisions in one transaction, each with its
     /// attempt row (and a handled record on success), and count each outcome for
-    /// its connection's breaker (the core's [`crate::core::breaker::after_attempt`]);
+    /// its connection's breaker (the core's [`crate::rules::breaker::after_attempt`]);
     /// a breaker that closes releases its held deliveries, due at once. Returns the
     /// indices, in `outcomes`, of those still owned by their attempt and written (an
     /// outcome whose lease another claim took is skipped).

@@ -6,8 +6,8 @@ use super::{
     ClaimedSchedule, DeliveryFilter, DeliveryView, NewEvent, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
     StoreError,
 };
-use crate::core::breaker::{self, AfterAttempt, BreakerRow};
-use crate::core::{self, ClaimDecision, Failure, Outcome, Record};
+use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
+use crate::rules::{self, ClaimDecision, Failure, Outcome, Record};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashMap;
@@ -235,7 +235,7 @@ fn failure_of(code: Option<String>, kind: Option<String>) -> Result<Option<Failu
         (Some(code), Some(kind)) => {
             let kind = FailureKind::parse(&kind)
                 .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
-            Ok(Some(Failure { code, kind }))
+            Ok(Some(Failure::new(code, kind)))
         }
         _ => Ok(None),
     }
@@ -366,7 +366,7 @@ fn write_breaker(
                 next.state.as_str(),
                 next.failures_in_a_row,
                 next.opened_at_ms,
-                core::ms_i64(next.pause_ms),
+                rules::ms_i64(next.pause_ms),
                 next.alerts,
                 alerted_at(next),
                 next.probe,
@@ -387,7 +387,7 @@ fn write_breaker(
                 next.state.as_str(),
                 next.failures_in_a_row,
                 next.opened_at_ms,
-                core::ms_i64(next.pause_ms),
+                rules::ms_i64(next.pause_ms),
                 next.alerts,
                 next.alerted,
                 next.probe,
@@ -610,7 +610,7 @@ fn record_tx(conn: &mut Connection, outcomes: &[Recorded]) -> Result<Vec<usize>,
                 kind,
                 r.outcome.http_status(),
             ])?;
-            if matches!(r.decision, core::Decision::Succeeded) {
+            if matches!(r.decision, rules::Decision::Succeeded) {
                 handled.execute(params![r.id, r.ended_at_ms])?;
             }
         }
@@ -860,7 +860,7 @@ impl Store for SqliteStore {
                     held_ms: 0,
                     last_failure: None,
                 };
-                let Some(fresh) = core::operator_retry(&record, now_ms) else {
+                let Some(fresh) = rules::operator_retry(&record, now_ms) else {
                     results.push(RetryResult::NotRetryable(state));
                     continue;
                 };
@@ -924,7 +924,7 @@ impl Store for SqliteStore {
         self.with_retry(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             for s in schedules {
-                let every = core::ms_i64(s.every_ms);
+                let every = rules::ms_i64(s.every_ms);
                 tx.execute(
                     "INSERT INTO jadpo_schedules (name, every_ms, first_seen, due_at) \
                      VALUES (?1, ?2, ?3, ?4) \
@@ -950,7 +950,7 @@ impl Store for SqliteStore {
                     )
                     .optional()?;
                 let Some((due_at, runs)) = row else { continue };
-                let next = core::schedule_next_due_ms(due_at, s.every_ms, now_ms);
+                let next = rules::schedule_next_due_ms(due_at, s.every_ms, now_ms);
                 let n = tx.execute(
                     "UPDATE jadpo_schedules SET due_at = ?3, runs = runs + 1, \
                      last_claimed_at = ?4 WHERE name = ?1 AND due_at = ?2",

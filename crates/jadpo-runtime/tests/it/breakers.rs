@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{T0, TIMEOUT_MS, claim, event};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, Outcome};
+use jadpo_runtime::rules::{self, Outcome};
 use jadpo_runtime::store::{ClaimReport, DeliveryFilter, NewEvent, Recorded, SqliteStore, Store};
 use rand::SeedableRng;
 use std::sync::{Arc, Barrier};
@@ -23,7 +23,7 @@ fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i
             started_at_ms: c.claimed_at_ms,
             ended_at_ms: now,
             outcome: outcome.clone(),
-            decision: core::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
+            decision: rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
         })
         .collect();
     store.record(&recs).expect("record");
@@ -34,7 +34,7 @@ fn count(store: &dyn Store, state: DeliveryState) -> usize {
 }
 
 fn lease(now: i64) -> impl Fn(&str) -> i64 {
-    move |_| core::lease_until_ms(now, TIMEOUT_MS)
+    move |_| rules::lease_until_ms(now, TIMEOUT_MS)
 }
 
 /// Run `f` on two handles of one store file at once; returns both results.
@@ -149,7 +149,7 @@ fn a_lost_probe_is_lost_when_its_lease_ends() {
     assert_eq!(probe.run.iter().map(|c| c.id).collect::<Vec<_>>(), sweep.woken);
     // Its worker dies: nothing is recorded. At its lease's end the probe is lost,
     // and the sweep wakes the next held delivery; the lost one, reclaimed, is held.
-    let lease_end = core::lease_until_ms(after, TIMEOUT_MS);
+    let lease_end = rules::lease_until_ms(after, TIMEOUT_MS);
     assert!(store.sweep_breakers(lease_end - 1, &lease(lease_end - 1)).expect("sweep").woken.is_empty());
     let sweep = store.sweep_breakers(lease_end, &lease(lease_end)).expect("sweep");
     assert_eq!(sweep.woken.len(), 1);

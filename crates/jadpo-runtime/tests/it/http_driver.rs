@@ -7,9 +7,9 @@ use crate::http_server;
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::core::{CallFailure, Outcome};
 use jadpo_runtime::drivers::{CallRequest, Driver};
 use jadpo_runtime::http::{HttpClient, HttpDriver, HttpSetupError};
+use jadpo_runtime::rules::{CallFailure, Outcome};
 use serde_json::json;
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -49,12 +49,24 @@ fn request(delivery: i64, attempt: u32) -> CallRequest {
     }
 }
 
+/// A call's outcome, its failure's reason left out (see [`call_sent`]).
 async fn call(d: &HttpDriver) -> Outcome {
-    d.call(request(42, 1)).await
+    call_sent(d).await.0
+}
+
+/// A call's outcome without its failure's reason, and the reason.
+async fn call_sent(d: &HttpDriver) -> (Outcome, String) {
+    match d.call(request(42, 1)).await {
+        Outcome::Failed(mut f) => {
+            let reason = f.reason.take().unwrap_or_default();
+            (Outcome::Failed(f), reason)
+        }
+        ok => (ok, String::new()),
+    }
 }
 
 fn failed(kind: FailureKind, code: &str, status: Option<u16>, retry_after_ms: Option<u64>) -> Outcome {
-    Outcome::Failed(CallFailure { kind, code: code.into(), http_status: status, retry_after_ms })
+    Outcome::Failed(CallFailure { kind, code: code.into(), http_status: status, retry_after_ms, reason: None })
 }
 
 /// One answer from a provider that always gives `reply`.
@@ -228,12 +240,6 @@ async fn http_retry_after_as_an_http_date_is_kept() {
 async fn http_retry_after_on_a_non_retryable_answer_is_ignored() {
     let (o, _) = answer_to(Reply::with_header(409, "Retry-After", "120")).await;
     assert_eq!(o, failed(FailureKind::Conflict, "http.409", Some(409), None));
-}
-
-/// A call's outcome and the failure's reason.
-async fn call_sent(d: &HttpDriver) -> (Outcome, String) {
-    let sent = d.call_with_reason(request(42, 1)).await;
-    (sent.outcome, sent.reason.unwrap_or_default())
 }
 
 #[tokio::test]

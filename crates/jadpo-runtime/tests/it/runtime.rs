@@ -3,13 +3,15 @@
 
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::clock::VirtualClock;
-use jadpo_runtime::core::{self, Outcome};
-use jadpo_runtime::drivers::{Driver, FakeDriver};
-use jadpo_runtime::log::Logger;
-use jadpo_runtime::store::{NewDelivery, NewEvent, SqliteStore, Store};
-use jadpo_runtime::workers::{Runtime, RuntimeConfig};
+use jadpo_runtime::clock::{Clock, SystemClock, VirtualClock};
+use jadpo_runtime::config::RuntimeConfig;
+use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::rules::{self, Outcome};
+use jadpo_runtime::steps::{RunSummary, Runtime};
+use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, SqliteStore, Store};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -35,8 +37,9 @@ fn program() -> Arc<Program> {
 fn runtime(drivers: Vec<Arc<dyn Driver>>) -> (Runtime, Arc<SqliteStore>, Arc<VirtualClock>) {
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let clock = Arc::new(VirtualClock::new(T0));
-    let config = RuntimeConfig { seed: Some(1), ..RuntimeConfig::default() };
-    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, Arc::new(Logger::silent()), config);
+    let random = RandomSource::from_seed(1);
+    let config = RuntimeConfig::default();
+    let rt = Runtime::new(program(), store.clone(), clock.clone(), drivers, random, config);
     (rt, store, clock)
 }
 
@@ -53,11 +56,11 @@ fn emit(store: &SqliteStore) {
 fn only_outcomes_still_owned_are_recorded_and_counted() {
     let (rt, store, clock) = runtime(vec![Arc::new(FakeDriver::new(Vec::new()))]);
     emit(&store);
-    let lost = rt.claim_due(T0, 10).expect("claim").run.remove(0);
+    let lost = rt.claim_due(T0, 10).expect("claim").report.run.remove(0);
     // Its worker is lost: past the lease, another claim takes the delivery.
-    let lease_end = core::lease_until_ms(T0, 1_000);
+    let lease_end = rules::lease_until_ms(T0, 1_000);
     clock.advance_to(lease_end);
-    let current = rt.claim_due(lease_end, 10).expect("claim").run.remove(0);
+    let current = rt.claim_due(lease_end, 10).expect("claim").report.run.remove(0);
     assert_eq!(current.attempt, 2);
     let late = rt.conclude(&lost, Outcome::ok(), lease_end + 1);
     let done = rt.conclude(&current, Outcome::ok(), lease_end + 2);
@@ -71,7 +74,7 @@ fn only_outcomes_still_owned_are_recorded_and_counted() {
 fn a_connection_without_a_driver_ends_its_calls_as_a_defect() {
     let (rt, store, _clock) = runtime(Vec::new());
     emit(&store);
-    let c = rt.claim_due(T0, 10).expect("claim").run.remove(0);
+    let c = rt.claim_due(T0, 10).expect("claim").report.run.remove(0);
     let Err(defect) = rt.prepare_call(&c) else {
         panic!("a call was prepared with no driver");
     };
@@ -79,4 +82,174 @@ fn a_connection_without_a_driver_ends_its_calls_as_a_defect() {
         defect.failure().map(|f| (f.kind, f.code)),
         Some((FailureKind::InternalFault, "runtime.no_driver".into()))
     );
+}
+
+/// docs/runtime.md's "Codes" section is the registry's current rendering.
+#[test]
+fn codes_reference_in_runtime_md_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/runtime.md");
+    let text = std::fs::read_to_string(&path).expect("read docs/runtime.md");
+    let (start, end) = ("<!-- codes:start -->\n", "<!-- codes:end -->");
+    let (Some(a), Some(b)) = (text.find(start), text.find(end)) else {
+        panic!("docs/runtime.md lacks its codes markers");
+    };
+    let want = jadpo_runtime::codes::markdown();
+    let found = &text[a + start.len()..b];
+    if found != want && std::env::var_os("JADPO_BLESS").is_some() {
+        let fresh = format!("{}{want}{}", &text[..a + start.len()], &text[b..]);
+        std::fs::write(&path, fresh).expect("write docs/runtime.md");
+        return;
+    }
+    assert!(
+        found == want,
+        "docs/runtime.md's codes are out of date: run `JADPO_BLESS=1 cargo test -p jadpo-runtime --test it codes`"
+    );
+}
+
+const TWO_CONNECTIONS: &str = r#"
+event Paid { id: string }
+
+connection down { url: "http://127.0.0.1:9/down"  max_in_flight: 4 }
+connection up { url: "http://127.0.0.1:9/up" }
+
+action pay(id: string) { via: down }
+action note(id: string) { via: up }
+
+subscriber charge {
+    on: Paid
+    run: pay(event.id)
+}
+
+subscriber audit {
+    on: Paid
+    run: note(event.id)
+}
+"#;
+
+/// 50 events through a connection that answers `unavailable` while a second
+/// subscriber's connection is healthy; outcomes reach the store a claim late, as
+/// the committer's batches do. The breaker opens in this process as soon as the
+/// fifth failure is known: at most five attempts plus those in flight on the
+/// connection (its `max_in_flight`) start before the rest are held.
+#[test]
+fn a_failing_connection_gets_five_attempts_plus_those_in_flight_before_the_rest_are_held() {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: TWO_CONNECTIONS.into() }], Lower::Yes);
+    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let clock = Arc::new(VirtualClock::new(T0));
+    let drivers: Vec<Arc<dyn Driver>> =
+        vec![Arc::new(FakeDriver::new(Vec::new())), Arc::new(FakeDriver::new(Vec::new()))];
+    let rt = Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), RuntimeConfig::default());
+    let events: Vec<NewEvent> = (0..50)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![
+                NewDelivery { subscriber: "charge".into(), connection: "down".into() },
+                NewDelivery { subscriber: "audit".into(), connection: "up".into() },
+            ],
+        })
+        .collect();
+    store.emit(&events, T0).expect("emit");
+
+    let mut charged = 0;
+    let mut unrecorded = Vec::new();
+    let mut now = T0;
+    for _ in 0..200 {
+        let claim = rt.claim_due(now, 256).expect("claim");
+        // What the last round concluded reaches the store only now, after the claim.
+        rt.record_outcomes(&std::mem::take(&mut unrecorded)).expect("record");
+        if claim.report.changed() == 0 && claim.waiting == 0 {
+            break;
+        }
+        now += 10;
+        for c in claim.report.run {
+            let outcome = if c.connection == "down" {
+                charged += 1;
+                Outcome::fail(FailureKind::Unavailable, "http.503")
+            } else {
+                Outcome::ok()
+            };
+            unrecorded.push(rt.conclude(&c, outcome, now));
+        }
+    }
+    rt.record_outcomes(&unrecorded).expect("record");
+    assert!(
+        (5..=5 + 4).contains(&charged),
+        "{charged} attempts on the failing connection; at most 5 plus its 4 in flight may start"
+    );
+    let states = |subscriber: &str| {
+        let filter = DeliveryFilter { subscriber: Some(subscriber.into()), ..Default::default() };
+        store.deliveries(&filter).expect("read").into_iter().map(|d| d.state).collect::<Vec<_>>()
+    };
+    let charge = states("charge");
+    assert_eq!(charge.iter().filter(|s| **s == DeliveryState::Held).count(), 50 - charged);
+    assert!(states("audit").iter().all(|s| *s == DeliveryState::Succeeded), "the healthy connection delivered all");
+    let row = store.breakers().expect("breakers").into_iter().find(|b| b.connection == "down").expect("a row");
+    assert_eq!(row.row.state, jadpo_check::program::BreakerState::Open);
+}
+
+const HANGING: &str = r#"
+event Paid { id: string }
+
+connection c { url: "http://127.0.0.1:9/x" }
+
+action record(id: string) { via: c }
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+    timeout: 1m
+}
+"#;
+
+/// A stop lets running attempts finish for the grace period; those still running
+/// then (a call that never answers) are cut off and counted `abandoned`. Nothing is
+/// recorded for them: they stay `running`, their attempt counted, and a claim after
+/// their lease takes them back, recording `lease_expired`.
+#[test]
+fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: HANGING.into() }], Lower::Yes);
+    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let events: Vec<NewEvent> = (0..2)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        })
+        .collect();
+    let clock = Arc::new(SystemClock);
+    store.emit(&events, clock.now_ms()).expect("emit");
+    let hang = parse_answers("hang").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
+    let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let running = || {
+        let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
+        store.deliveries(&filter).expect("read")
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while running().len() < 2 {
+        assert!(Instant::now() < deadline, "the attempts never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    let summary = tokio.block_on(run).expect("the run's task").expect("the run");
+    assert_eq!(summary, RunSummary { recorded: 0, abandoned: 2 });
+
+    let cut_off = running();
+    assert_eq!(cut_off.len(), 2, "cut off, still running");
+    let lease_end = cut_off.iter().filter_map(|d| d.lease_until_ms).max().expect("leased");
+    assert!(cut_off.iter().all(|d| d.attempts == 1));
+    let again = rt.claim_due(lease_end + 1, 10).expect("claim").report.run;
+    assert_eq!(again.iter().map(|c| c.attempt).collect::<Vec<_>>(), [2, 2]);
+    for c in again {
+        let (_, history) = store.delivery(c.id).expect("read").expect("a delivery");
+        assert_eq!(history.iter().map(|a| a.kind.as_deref()).collect::<Vec<_>>(), [Some("lease_expired")]);
+    }
 }

@@ -4,7 +4,7 @@ use crate::common;
 
 use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
-use jadpo_runtime::core::{self, ClaimDecision, Decision, Outcome};
+use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
     DeliveryFilter, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
 };
@@ -95,7 +95,7 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses() {
     let store = SqliteStore::open(&path).unwrap();
     store.emit(&[event(1)], T0).unwrap();
     let first = claim(&store, T0, 10).run.remove(0);
-    let lease_end = T0 + TIMEOUT_MS as i64 + core::LEASE_GRACE_MS as i64;
+    let lease_end = T0 + TIMEOUT_MS as i64 + rules::LEASE_GRACE_MS as i64;
     assert_eq!(first.record.lease_until_ms, Some(lease_end));
     assert_eq!(store.next_due_ms().unwrap(), Some(lease_end));
     assert!(claim(&store, lease_end - 1, 10).run.is_empty());
@@ -163,7 +163,7 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
             started_at_ms: T0,
             ended_at_ms: T0 + 1,
             outcome,
-            decision: Decision::Failed { failure, because: core::FailedBecause::NotRetryable },
+            decision: Decision::Failed { failure, because: rules::FailedBecause::NotRetryable },
         }])
         .unwrap();
     let later = T0 + 86_400_000 * 3;
@@ -311,6 +311,6 @@ fn schedules_are_due_every_period_and_catch_up_once() {
     assert_eq!(c.len(), 1);
     assert!(store.claim_schedules(&specs, T0 + 10 * 60_000 + 6).unwrap().is_empty());
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 11 * 60_000));
-    let f = jadpo_runtime::core::Failure::new("fake.unavailable", FailureKind::Unavailable);
+    let f = jadpo_runtime::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
     store.record_schedule("nightly", T0 + 10 * 60_000 + 9, Some(&f)).unwrap();
 }

@@ -2,7 +2,7 @@
 //! declaration, and survives any input.
 
 use jadpo_syntax::SyntaxErrorKind as K;
-use jadpo_syntax::ast::{Body, DeclKind, ValueKind};
+use jadpo_syntax::ast::{Body, CommentKind, DeclKind, ValueKind};
 use jadpo_syntax::parse;
 use proptest::prelude::*;
 
@@ -100,5 +100,54 @@ proptest! {
         let at = (0..=at).rev().find(|&i| base.is_char_boundary(i)).unwrap_or(0);
         let text = format!("{}{}{}", &base[..at], insert, &base[at..]);
         let _ = parse(&text);
+    }
+}
+
+#[test]
+fn comments_are_kept_as_trivia_in_source_order() {
+    let src = "// head\r\nevent A { /* one\n two */ id: string // tail\n}\n/* open";
+    let p = parse(src);
+    let comments: Vec<_> = p.comments.iter().map(|c| (c.kind, &src[c.span.range()])).collect();
+    assert_eq!(
+        comments,
+        vec![
+            (CommentKind::Line, "// head"),
+            (CommentKind::Block { terminated: true }, "/* one\n two */"),
+            (CommentKind::Line, "// tail"),
+            (CommentKind::Block { terminated: false }, "/* open"),
+        ]
+    );
+    // The parser never sees them: the tree is the one without comments.
+    assert_eq!(p.file.decls.len(), 1);
+    assert_eq!(p.errors.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![K::UnterminatedComment]);
+}
+
+#[test]
+fn comments_nested_too_deep_are_still_kept() {
+    let src = format!("event A {{ x: {}// deep\n{} }}", "[".repeat(80), "]".repeat(80));
+    let p = parse(&src);
+    assert_eq!(p.comments.len(), 1);
+    assert_eq!(&src[p.comments[0].span.range()], "// deep");
+}
+
+#[test]
+fn a_keyword_as_a_declaration_name_is_one_error_that_says_so() {
+    for (src, keyword) in [
+        ("event event { id: string }\nevent B { id: string }", "event"),
+        ("connection action { url: \"http://x\" }", "action"),
+        ("subscriber true { on: A }", "true"),
+        ("action test(id: string) { via: c }", "test"),
+        ("schedule schedule { every: 1h }", "schedule"),
+    ] {
+        let p = parse(src);
+        assert_eq!(p.errors.len(), 1, "{src}: {:?}", p.errors);
+        let e = &p.errors[0];
+        assert_eq!(e.kind, K::UnexpectedToken, "{src}");
+        assert_eq!(&src[e.span.range()], keyword, "{src}");
+        assert_eq!(e.message, format!("`{keyword}` is a keyword and cannot name a declaration"));
+        assert!(e.help.as_deref().is_some_and(|h| h.contains("choose another name")), "{src}");
+        // The declaration is read on, so what follows it is not lost.
+        assert!(!matches!(p.file.decls[0].body, Body::Broken), "{src}");
+        assert_eq!(p.file.decls[0].name.text, keyword);
     }
 }

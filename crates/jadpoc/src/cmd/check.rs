@@ -1,34 +1,34 @@
 //! `jadpoc check [PATHS...]`: every problem in a program, for people, editors and CI.
 
+use crate::args::ProgramPaths;
 use crate::load::{find_files, read_sources};
 use crate::render;
 use jadpo_check::{Lower, check};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// Files and directories (searched recursively for `*.jadpo`); all of them form
-    /// one program.
-    #[arg(default_value = ".")]
-    paths: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[command(flatten)]
+    program: ProgramPaths,
+    /// `text` for people (or `human`), `json` for editors, `sarif` for code scanning.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Treat warnings as errors for the exit status.
     #[arg(long)]
     deny_warnings: bool,
 }
 
+/// `check`'s formats: those of every command, and SARIF.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
-    Human,
+    #[value(alias = "human")]
+    Text,
     Json,
     Sarif,
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
-    let sources = match find_files(&args.paths).and_then(|f| read_sources(&f)) {
+    let sources = match find_files(&args.program.paths).and_then(|f| read_sources(&f)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("jadpoc: {e}");
@@ -37,7 +37,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let checked = check(&sources, Lower::No);
     let out = match args.format {
-        Format::Human => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
+        Format::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
         Format::Json => render::json(&sources, &checked).to_string() + "\n",
         Format::Sarif => render::sarif(&sources, &checked).to_string() + "\n",
     };

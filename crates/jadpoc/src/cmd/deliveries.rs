@@ -1,12 +1,12 @@
 //! `jadpoc deliveries`: list deliveries, show one with its attempts, and the
 //! operator's retry. Works while a `jadpoc run` holds the store.
 
-use super::run::{DEFAULT_DB, open_store};
+use crate::args::{Format, FormatArg};
+use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::DeliveryState;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::store::{DeliveryFilter, RetryResult, Store};
 use jadpo_runtime::views;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -19,12 +19,10 @@ pub struct DeliveriesArgs {
     /// Only deliveries of this subscriber.
     #[arg(long, value_name = "NAME")]
     subscriber: Option<String>,
-    /// `text` for people, `json` for programs.
-    #[arg(long, value_enum, default_value = "text", global = true)]
-    format: Format,
-    /// The store.
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB, global = true)]
-    db: PathBuf,
+    #[command(flatten)]
+    format: FormatArg,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 #[derive(clap::Subcommand)]
@@ -42,12 +40,6 @@ enum DeliveriesCommand {
     },
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
-
 pub fn run(args: DeliveriesArgs) -> ExitCode {
     let state = match args.state.as_deref().map(|s| DeliveryState::parse(s).ok_or(s)).transpose() {
         Ok(s) => s,
@@ -57,7 +49,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match open_store(&args.db, false) {
+    let store = match open_store(&args.db.db, Open::Existing) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -72,7 +64,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                 Ok(l) => l,
                 Err(e) => return fail(e),
             };
-            match args.format {
+            match args.format.format {
                 Format::Json => {
                     crate::print_json(&serde_json::Value::Array(list.iter().map(views::delivery_json).collect()))
                 }
@@ -82,7 +74,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
         }
         Some(DeliveriesCommand::Show { id }) => match store.delivery(id) {
             Ok(Some((d, history))) => {
-                match args.format {
+                match args.format.format {
                     Format::Json => crate::print_json(&views::delivery_with_history_json(&d, &history)),
                     Format::Text => crate::print_stdout(&views::delivery_text(&d, &history)),
                 }
@@ -116,7 +108,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                         )
                     }
                 };
-                match args.format {
+                match args.format.format {
                     Format::Json => out.push(serde_json::json!({"id": id, "result": word})),
                     Format::Text if note.is_empty() => {
                         crate::print_stdout(&format!("delivery {id}: retried with a fresh budget\n"))
@@ -124,7 +116,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                     Format::Text => eprintln!("jadpoc: {note}"),
                 }
             }
-            if args.format == Format::Json {
+            if args.format.format == Format::Json {
                 crate::print_json(&serde_json::Value::Array(out));
             }
             code

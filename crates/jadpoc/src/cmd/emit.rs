@@ -1,7 +1,8 @@
 //! `jadpoc emit`: store an event and its deliveries (one transaction), or many
 //! from NDJSON in batches. Works while a `jadpoc run` holds the store.
 
-use super::run::{DEFAULT_DB, open_store};
+use crate::args::plural;
+use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::payload::{PayloadError, new_event};
@@ -14,29 +15,39 @@ use std::process::ExitCode;
 const NDJSON_BATCH: usize = 2_000;
 
 #[derive(clap::Args)]
+#[command(override_usage = "jadpoc emit [OPTIONS] [PATHS]... <EVENT> [JSON]")]
 pub struct EmitArgs {
-    /// The program's files or folders, the event's name, and its JSON payload
-    /// (`{}` when left out; none with `--ndjson`).
-    #[arg(value_name = "FILE... EVENT [JSON]", required = true, num_args = 1..)]
+    /// The program's files and folders (`.` when none), the event's name, and its
+    /// JSON payload, an object (`{}` when left out; none with `--ndjson`).
+    #[arg(value_name = "PATHS", required = true, num_args = 1..)]
     args: Vec<String>,
     /// Read one JSON payload a line from this file, or `-` for stdin.
     #[arg(long, value_name = "PATH|-")]
     ndjson: Option<String>,
-    /// The store (created with its folder if missing).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArg,
 }
 
-/// Whether a word is an event's name rather than a JSON payload.
+/// Whether a word can be an event's name: an identifier that is not a JSON word
+/// (`true` and `false` are keywords of the language; `null` is taken as JSON).
 fn is_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !matches!(s, "true" | "false" | "null")
 }
 
 pub fn run(args: EmitArgs) -> ExitCode {
     let mut words = args.args.clone();
-    let json = if args.ndjson.is_none() && words.last().is_some_and(|w| !is_name(w)) { words.pop() } else { None };
+    // The last word is the payload unless it is a name; with one word, it is the
+    // event's name.
+    let json = if words.len() > 1 && words.last().is_some_and(|w| !is_name(w)) { words.pop() } else { None };
+    if json.is_some() && args.ndjson.is_some() {
+        eprintln!("jadpoc: `--ndjson` reads the payloads: give the event's name and no JSON after it");
+        return ExitCode::from(2);
+    }
     let Some(event) = words.pop().filter(|w| is_name(w)) else {
-        eprintln!("jadpoc: name the event to emit: `jadpoc emit FILE... EVENT 'JSON'`");
+        eprintln!("jadpoc: name the event to emit: `jadpoc emit [PATHS]... EVENT ['JSON']`");
         return ExitCode::from(2);
     };
     let files: Vec<PathBuf> = words.into_iter().map(PathBuf::from).collect();
@@ -62,7 +73,7 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
             return ExitCode::from(1);
         }
     };
-    let store = match open_store(&args.db, true) {
+    let store = match open_store(&args.db.db, Open::CreateIfMissing) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -79,8 +90,25 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
     }
 }
 
+/// What `--ndjson` did so far.
+#[derive(Default)]
+struct Counts {
+    stored: u64,
+    refused: u64,
+}
+
+impl Counts {
+    /// `emitted N `E` events, refused M lines`, printed however the run ends, so
+    /// that nobody re-sends what was stored.
+    fn report(&self, event: &str) {
+        let refused =
+            if self.refused > 0 { format!(", refused {}", plural(self.refused, "line")) } else { String::new() };
+        eprintln!("jadpoc: emitted {}{refused}", plural(self.stored, &format!("`{event}` event")));
+    }
+}
+
 fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) -> ExitCode {
-    let reader: Box<dyn BufRead> = if source == "-" {
+    let mut reader: Box<dyn BufRead> = if source == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         match std::fs::File::open(source) {
@@ -91,69 +119,85 @@ fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) ->
             }
         }
     };
-    let store = match open_store(&args.db, true) {
+    let store = match open_store(&args.db.db, Open::CreateIfMissing) {
         Ok(s) => s,
         Err(code) => return code,
     };
     let clock = SystemClock;
     let mut batch: Vec<NewEvent> = Vec::with_capacity(NDJSON_BATCH);
-    let (mut stored, mut refused) = (0u64, 0u64);
+    let mut counts = Counts::default();
     let stderr = std::io::stderr();
-    let flush = |batch: &mut Vec<NewEvent>, stored: &mut u64| -> Result<(), ExitCode> {
+    // The line of the first event in `batch`: where a failed commit's loss begins.
+    let mut batch_from = 0usize;
+    let flush = |batch: &mut Vec<NewEvent>, counts: &mut Counts, batch_from: usize| -> Result<(), ExitCode> {
         if batch.is_empty() {
             return Ok(());
         }
         match store.emit(batch, clock.now_ms()) {
             Ok(ids) => {
-                *stored += ids.len() as u64;
+                counts.stored += ids.len() as u64;
                 batch.clear();
                 Ok(())
             }
             Err(e) => {
-                eprintln!("jadpoc: {e} ({stored} events were stored before it)");
+                eprintln!("jadpoc: {e}; the lines from line {batch_from} on were not stored");
+                counts.report(event);
                 Err(ExitCode::from(2))
             }
         }
     };
-    for (i, line) in reader.lines().enumerate() {
-        let number = i + 1;
-        let line = match line {
-            Ok(l) => l,
+    let mut bytes = Vec::new();
+    let mut number = 0usize;
+    loop {
+        bytes.clear();
+        match reader.read_until(b'\n', &mut bytes) {
+            Ok(0) => break,
+            Ok(_) => number += 1,
             Err(e) => {
-                eprintln!("jadpoc: cannot read line {number} of `{source}`: {e}");
-                if let Err(code) = flush(&mut batch, &mut stored) {
-                    return code;
-                }
-                return ExitCode::from(2);
+                eprintln!("jadpoc: cannot read line {} of `{source}`: {e}", number + 1);
+                let code = flush(&mut batch, &mut counts, batch_from).err().unwrap_or(ExitCode::from(2));
+                counts.report(event);
+                return code;
+            }
+        }
+        // A line that is not UTF-8 is refused like any other bad line: the lines
+        // after it are still read.
+        let line = match std::str::from_utf8(&bytes) {
+            Ok(l) => l.trim_end_matches(['\n', '\r']),
+            Err(e) => {
+                counts.refused += 1;
+                let column = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).chars().count() + 1;
+                let _ = writeln!(
+                    stderr.lock(),
+                    "jadpoc: line {number}: refused: the line is not UTF-8 text (invalid byte at column {column})"
+                );
+                continue;
             }
         };
         if line.trim().is_empty() {
             continue;
         }
-        match new_event(program, event, &line) {
-            Ok(e) => batch.push(e),
+        match new_event(program, event, line) {
+            Ok(e) => {
+                if batch.is_empty() {
+                    batch_from = number;
+                }
+                batch.push(e);
+            }
             Err(e) => {
-                refused += 1;
+                counts.refused += 1;
                 let _ = writeln!(stderr.lock(), "jadpoc: line {number}: refused: {e}");
             }
         }
         if batch.len() >= NDJSON_BATCH
-            && let Err(code) = flush(&mut batch, &mut stored)
+            && let Err(code) = flush(&mut batch, &mut counts, batch_from)
         {
             return code;
         }
     }
-    if let Err(code) = flush(&mut batch, &mut stored) {
+    if let Err(code) = flush(&mut batch, &mut counts, batch_from) {
         return code;
     }
-    eprintln!(
-        "jadpoc: emitted {stored} `{event}` event{}{}",
-        if stored == 1 { "" } else { "s" },
-        if refused > 0 {
-            format!(", refused {refused} line{}", if refused == 1 { "" } else { "s" })
-        } else {
-            String::new()
-        }
-    );
-    if refused > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    counts.report(event);
+    if counts.refused > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

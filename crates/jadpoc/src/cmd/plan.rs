@@ -1,34 +1,26 @@
 //! `jadpoc plan`: when each attempt of each subscriber's budget starts, counted from
 //! its event, with no Retry-After and no breaker.
 
+use crate::args::{Format, FormatArg, ProgramPaths};
 use jadpo_check::budget::{PlanRow, attempts_that_fit, plan};
 use jadpo_check::{Program, format_duration_spaced};
 use serde_json::json;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct PlanArgs {
-    /// The program's files and directories.
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    program: ProgramPaths,
     /// Only this subscriber.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     subscriber: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    Human,
-    Json,
+    #[command(flatten)]
+    format: FormatArg,
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    let program = match crate::load::program_for_run(&args.paths) {
+    let program = match crate::load::program_for_run(&args.program.paths) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -46,8 +38,8 @@ pub fn run(args: PlanArgs) -> ExitCode {
             }
         },
     };
-    let out = match args.format {
-        Format::Human => chosen.iter().map(|&i| human(&program, i)).collect::<Vec<_>>().join("\n"),
+    let out = match args.format.format {
+        Format::Text => chosen.iter().map(|&i| human(&program, i)).collect::<Vec<_>>().join("\n"),
         Format::Json => {
             serde_json::Value::Array(chosen.iter().map(|&i| json_plan(&program, i)).collect()).to_string() + "\n"
         }

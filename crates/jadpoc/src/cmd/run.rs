@@ -2,33 +2,30 @@
 //! SIGINT or SIGTERM. Logs go to stderr, one line per attempt outcome. Each
 //! connection calls its provider over HTTP unless `--fake` names it.
 
+use crate::args::{ProgramPaths, plural};
+use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
-use jadpo_runtime::log::{LogFormat, Logger};
-use jadpo_runtime::store::{SqliteStore, Store};
-use jadpo_runtime::workers::{Runtime, RuntimeConfig};
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::steps::Runtime;
+use jadpo_runtime::store::Store;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The store used when `--db` is not given.
-pub const DEFAULT_DB: &str = ".jadpo/outbox.db";
-
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The program's files or folders (`.` when none).
-    #[arg(value_name = "FILE")]
-    files: Vec<PathBuf>,
-    /// The store (created with its folder if missing).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    program: ProgramPaths,
+    #[command(flatten)]
+    db: DbArg,
     /// Claim loops running deliveries.
-    #[arg(long, value_name = "N", default_value_t = 4,
-          value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_WORKERS as u16,
+          value_parser = clap::value_parser!(u16).range(1..=config::MAX_WORKERS as i64))]
     workers: u16,
     /// Put the fake driver in place of a connection's: `--fake ledger='unavailable*5,ok'`.
     #[arg(long = "fake", value_name = "CONNECTION=ANSWERS")]
@@ -43,41 +40,15 @@ pub struct RunArgs {
     max_connections: u32,
     /// How log lines are written (to stderr).
     #[arg(long, value_enum, default_value = "text")]
-    log_format: LogFormatArg,
+    log_format: crate::logging::LogFormat,
     /// Most deliveries one claim takes (for benchmarks).
-    #[arg(long, hide = true, default_value_t = 256)]
+    #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum LogFormatArg {
-    Text,
-    Json,
-}
-
-/// Open (or create, with its folder) the store at `db`; a one-line message and
-/// exit 2 when it cannot be.
-pub fn open_store(db: &Path, create: bool) -> Result<SqliteStore, ExitCode> {
-    if !create && !db.exists() {
-        eprintln!("jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)", db.display());
-        return Err(ExitCode::from(2));
-    }
-    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.exists()
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        eprintln!("jadpoc: cannot create `{}`: {e}", parent.display());
-        return Err(ExitCode::from(2));
-    }
-    SqliteStore::open(db).map_err(|e| {
-        eprintln!("jadpoc: {e}");
-        ExitCode::from(2)
-    })
 }
 
 /// The drivers for each connection: the fake driver where a `--fake` flag names it,
 /// the HTTP driver (one shared client, `env("NAME")` headers read now) elsewhere.
-fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Arc<dyn Driver>>, String> {
+fn drivers(program: &Program, fakes: &[String], random: &RandomSource) -> Result<Vec<Arc<dyn Driver>>, String> {
     let mut faked: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
     for flag in fakes {
         let Some((name, script)) = flag.split_once('=') else {
@@ -105,7 +76,9 @@ fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Arc<dyn Driver>>, 
             None => {
                 let client = match &client {
                     Some(c) => c.clone(),
-                    None => client.insert(HttpClient::new().map_err(|e| e.to_string())?).clone(),
+                    None => {
+                        client.insert(HttpClient::new().map_err(|e| e.to_string())?.with_random(random.clone())).clone()
+                    }
                 };
                 Arc::new(HttpDriver::new(program, i, client, &env).map_err(|e| e.to_string())?)
             }
@@ -123,11 +96,13 @@ fn listen_addr(s: &str) -> Result<SocketAddr, String> {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let program = match crate::load::program_for_run(&args.files) {
+    let program = match crate::load::program_for_run(&args.program.paths) {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
-    let drivers = match drivers(&program, &args.fakes) {
+    // One random source for the run: the waits between attempts and the drivers' re-sends.
+    let random = RandomSource::from_system();
+    let drivers = match drivers(&program, &args.fakes, &random) {
         Ok(d) => d,
         Err(m) => {
             eprintln!("jadpoc: {m}");
@@ -141,21 +116,18 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store: Arc<dyn Store> = match open_store(&args.db, true) {
+    let store: Arc<dyn Store> = match open_store(&args.db.db, Open::CreateIfMissing) {
         Ok(s) => Arc::new(s),
         Err(code) => return code,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let logger = Arc::new(Logger::new(match args.log_format {
-        LogFormatArg::Text => LogFormat::Text,
-        LogFormatArg::Json => LogFormat::Json,
-    }));
+    crate::logging::install(args.log_format);
     let config = RuntimeConfig {
         workers: usize::from(args.workers),
-        batch: args.batch.clamp(1, 4096),
+        batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, logger, config));
+    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {
@@ -183,14 +155,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             }
         }
         eprintln!(
-            "jadpoc: running {} subscriber{} and {} schedule{} on `{}` with {} worker{} (stop with ctrl-c)",
-            program.subscribers.len(),
-            if program.subscribers.len() == 1 { "" } else { "s" },
-            program.schedules.len(),
-            if program.schedules.len() == 1 { "" } else { "s" },
-            args.db.display(),
-            args.workers,
-            if args.workers == 1 { "" } else { "s" },
+            "jadpoc: running {} and {} on `{}` with {} (stop with ctrl-c)",
+            plural(program.subscribers.len() as u64, "subscriber"),
+            plural(program.schedules.len() as u64, "schedule"),
+            args.db.db.display(),
+            plural(u64::from(args.workers), "worker"),
         );
         tokio::spawn(async move {
             wait_for_signal().await;
@@ -204,10 +173,8 @@ pub fn run(args: RunArgs) -> ExitCode {
             Ok(summary) => {
                 if summary.abandoned > 0 {
                     eprintln!(
-                        "jadpoc: stopped; {} call{} still running {} cut off (an attempt comes back when its \
-                         lease ends)",
-                        summary.abandoned,
-                        if summary.abandoned == 1 { "" } else { "s" },
+                        "jadpoc: stopped; {} still running {} cut off (an attempt comes back when its lease ends)",
+                        plural(summary.abandoned, "call"),
                         if summary.abandoned == 1 { "was" } else { "were" }
                     );
                 } else {

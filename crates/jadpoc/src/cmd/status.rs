@@ -1,32 +1,29 @@
 //! `jadpoc status`: deliveries counted by state and subscriber. Works while a
 //! `jadpoc run` holds the store.
 
-use super::deliveries::Format;
-use super::run::{DEFAULT_DB, open_store};
+use crate::args::{Format, FormatArg};
+use crate::store::{DbArg, Open, open_store};
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::store::Store;
 use jadpo_runtime::views;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct StatusArgs {
-    /// `text` for people, `json` for programs.
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    /// The store.
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    format: FormatArg,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let store = match open_store(&args.db, false) {
+    let store = match open_store(&args.db.db, Open::Existing) {
         Ok(s) => s,
         Err(code) => return code,
     };
     match store.status(SystemClock.now_ms()) {
         Ok(s) => {
-            match args.format {
+            match args.format.format {
                 Format::Json => crate::print_json(&views::status_json(&s)),
                 Format::Text => crate::print_stdout(&views::status_text(&s)),
             }

@@ -1,21 +1,20 @@
 //! `jadpoc test`: run the program's `test` blocks in virtual time (testing.md).
 //!
 //! Each test runs on a fresh runtime (in-memory store, virtual clock, seeded random
-//! source) from [`jadpo_runtime::scenario`]; this module only picks the tests and
+//! source) from [`jadpo_runtime::drive::scenario`]; this module only picks the tests and
 //! seeds and prints the results. The output depends on the program and the seeds
 //! alone, so the same seed prints the same bytes.
 
-use jadpo_runtime::scenario::{TestFailure, run_test};
+use crate::args::ProgramPaths;
+use jadpo_runtime::drive::scenario::{TestFailure, run_test};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct TestArgs {
-    /// The program's files or folders (`.` when none).
-    #[arg(value_name = "PATH")]
-    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    program: ProgramPaths,
     /// Only the tests whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
@@ -27,6 +26,9 @@ pub struct TestArgs {
     #[arg(long, value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     seeds: u64,
+    /// Also print each run's log to stderr (`text` or `json`; times are virtual).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    log_format: Option<crate::logging::LogFormat>,
 }
 
 /// One test's result over its seeds: the seeds that failed, with the first
@@ -48,19 +50,29 @@ fn run_seeds(
 }
 
 pub fn run(args: TestArgs) -> ExitCode {
-    let program = match crate::load::program_for_run(&args.paths) {
+    // Without a sink the runtime's events go nowhere: the results alone are printed.
+    if let Some(format) = args.log_format {
+        crate::logging::install(format);
+    }
+    let program = match crate::load::program_for_run(&args.program.paths) {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
     let tests: Vec<_> =
         program.tests.iter().filter(|t| args.filter.as_deref().is_none_or(|f| t.name.contains(f))).collect();
     if tests.is_empty() {
-        let what = match &args.filter {
-            Some(f) => format!("no test's name contains `{f}`"),
-            None => "the program has no `test` blocks".to_string(),
+        // A filter that matches nothing is a mistake (a typo would otherwise pass
+        // CI); a program without tests is not.
+        return match &args.filter {
+            Some(f) => {
+                eprintln!("jadpoc: no test matches `{f}` (a test runs when its name contains the filter's text)");
+                ExitCode::from(1)
+            }
+            None => {
+                crate::print_stdout("the program has no `test` blocks\n0 passed, 0 failed\n");
+                ExitCode::SUCCESS
+            }
         };
-        crate::print_stdout(&format!("{what}\n0 passed, 0 failed\n"));
-        return ExitCode::SUCCESS;
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     for test in tests {

@@ -84,14 +84,17 @@ fn json_positions_count_characters_and_bytes() {
 }
 
 #[test]
-fn sarif_output_has_one_rule_per_code() {
+fn sarif_output_has_one_rule_per_code_used() {
     let out = jadpoc(&["check", "--format", "sarif", "tests/check/several_codes.jadpo"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif");
     assert_eq!(doc["version"], "2.1.0");
     let run = &doc["runs"][0];
     let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
-    assert_eq!(rules.len(), jadpo_check::Code::ALL.len());
     let results = run["results"].as_array().expect("results");
+    let mut used: Vec<&str> = results.iter().filter_map(|r| r["ruleId"].as_str()).collect();
+    used.sort_unstable();
+    used.dedup();
+    assert_eq!(rules.len(), used.len());
     assert!(!results.is_empty());
     for r in results {
         let index = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;

@@ -2,10 +2,14 @@
 //! linking happens once.
 
 mod check_cli;
+mod cli;
 mod common;
+mod docs;
+mod fmt_cli;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod tidy;

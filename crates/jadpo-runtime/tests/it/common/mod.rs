@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test file uses a part of it
 
 use jadpo_check::program::Budget;
-use jadpo_runtime::core::{self, breaker};
+use jadpo_runtime::rules::{self, breaker};
 use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Store};
 
 /// The tests' "now" at the start.
@@ -30,7 +30,7 @@ pub fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
 pub fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
     store
         .claim(now, limit, &mut |c| {
-            let d = core::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
+            let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
             breaker::decide_at_claim(d, &c.breaker, c.id, now)
         })
         .expect("claim")

@@ -70,7 +70,12 @@ impl Env {
 
     /// Starts `jadpoc run PROGRAM --db DB --log-format json ARGS` with `vars` set.
     pub fn start_run(&self, args: &[&str], vars: &[(&str, &str)]) -> Running {
-        let mut all = vec!["run", self.prog(), "--db", self.db(), "--log-format", "json"];
+        self.start_run_logging("json", args, vars)
+    }
+
+    /// Starts `jadpoc run PROGRAM --db DB --log-format FORMAT ARGS` with `vars` set.
+    pub fn start_run_logging(&self, format: &str, args: &[&str], vars: &[(&str, &str)]) -> Running {
+        let mut all = vec!["run", self.prog(), "--db", self.db(), "--log-format", format];
         all.extend_from_slice(args);
         // Logs go to a file: a pipe nobody reads would fill and stall the run.
         let log = self.dir.join("run.log");
@@ -111,6 +116,27 @@ pub fn fakes<'a>(scripts: &[&'a str]) -> Vec<&'a str> {
 pub struct Running {
     pub child: Child,
     pub log: PathBuf,
+}
+
+impl Running {
+    /// The run's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the run's log satisfies `done` (a generous 30s at most, else
+    /// the test fails naming `what`); returns the log.
+    pub fn wait_for_log(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = self.log();
+            if done(&log) {
+                return log;
+            }
+            assert!(Instant::now() < deadline, "no {what} in the log in time:\n{log}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// SIGTERM, then the exit status must be 0; returns the run's log.

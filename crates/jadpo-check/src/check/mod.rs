@@ -1,0 +1,320 @@
+//! The checker: resolves names across every file of one program, checks each
+//! declaration's keys and values, and lowers a program without errors to a
+//! [`Program`].
+//!
+//! Cascades are avoided by construction: a name that failed to resolve, or a
+//! declaration that did not parse, is known as "unknown" and everything that would
+//! only follow from it is skipped.
+
+mod calls;
+mod connection;
+mod decls;
+mod lower;
+mod names;
+mod test_blocks;
+mod values;
+
+pub use values::{format_duration, format_duration_spaced};
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::index::{DefId, SymbolIndex};
+use crate::program::{self as p, Program, Type};
+use crate::registry::{Code, Severity};
+use crate::suggest::did_you_mean;
+use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Span};
+use jadpo_syntax::{SyntaxErrorKind, parse};
+use rustc_hash::FxHashMap;
+
+/// The outcome of checking a program.
+#[derive(Debug)]
+pub struct Checked {
+    /// Every diagnostic, sorted by file, then offset.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The checked program, when there are no errors and it was asked for.
+    pub program: Option<Program>,
+    /// Every declaration and reference, as resolved; built by every check, errors
+    /// or not.
+    pub index: SymbolIndex,
+}
+
+impl Checked {
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity() == Severity::Error).count()
+    }
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity() == Severity::Warning).count()
+    }
+}
+
+/// Whether to build the [`Program`] after a clean check (`jadpoc check` does not need it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lower {
+    Yes,
+    No,
+}
+
+/// Checks the files of one program together.
+pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
+    let parsed: Vec<_> = files.iter().map(|f| parse(&f.text)).collect();
+    let mut diags = Vec::new();
+    let mut broken = false;
+    for (file, p) in parsed.iter().enumerate() {
+        for e in &p.errors {
+            broken = true;
+            diags.push(Diagnostic::new(syntax_code(e.kind), file, e.span, e.message.clone()).help_opt(e.help.clone()));
+        }
+    }
+    // jadpo's own events are declarations of no file, after the program's.
+    let builtins = crate::builtin::decls();
+    let decls: Vec<(usize, &Decl)> = parsed
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d)))
+        .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
+        .collect();
+    let mut cx = Cx::new(&decls, files, broken, lower);
+    cx.collect_names();
+    cx.check_all();
+    diags.append(&mut cx.diags);
+    // A literal that failed to lex, or a region nested too deep, stands in as a
+    // placeholder value so the parse goes on; it is reported once, by the lexer, not
+    // again by whatever holds it.
+    let placeholders: Vec<(usize, Span)> = diags
+        .iter()
+        .filter(|d| {
+            matches!(d.code, Code::SyntaxInvalidNumber | Code::SyntaxInvalidDuration | Code::SyntaxNestingTooDeep)
+        })
+        .map(|d| (d.file, d.span))
+        .collect();
+    if !placeholders.is_empty() {
+        diags.retain(|d| {
+            d.code.as_str().starts_with("syntax.")
+                || !placeholders.iter().any(|&(f, s)| f == d.file && d.span.start <= s.start && s.end <= d.span.end)
+        });
+    }
+    let program = if lower == Lower::Yes && !diags.iter().any(|d| d.severity() == Severity::Error) {
+        let program = cx.program(files);
+        // Checking keeps every piece a clean program needs; a missing one is a
+        // checker bug, and no program is better than a wrong one.
+        debug_assert!(program.is_some(), "a program without errors did not lower");
+        program
+    } else {
+        None
+    };
+    diags.sort_by_key(|d| (d.file, d.span.start, d.span.end));
+    let mut index = std::mem::take(&mut cx.index);
+    index.finish();
+    Checked { diagnostics: diags, program, index }
+}
+
+fn syntax_code(kind: SyntaxErrorKind) -> Code {
+    match kind {
+        SyntaxErrorKind::InvalidToken => Code::SyntaxInvalidToken,
+        SyntaxErrorKind::UnterminatedString => Code::SyntaxUnterminatedString,
+        SyntaxErrorKind::InvalidEscape => Code::SyntaxInvalidEscape,
+        SyntaxErrorKind::UnterminatedComment => Code::SyntaxUnterminatedComment,
+        SyntaxErrorKind::InvalidNumber => Code::SyntaxInvalidNumber,
+        SyntaxErrorKind::InvalidDuration => Code::SyntaxInvalidDuration,
+        SyntaxErrorKind::UnexpectedToken => Code::SyntaxUnexpectedToken,
+        SyntaxErrorKind::UnexpectedEof => Code::SyntaxUnexpectedEof,
+        SyntaxErrorKind::NestingTooDeep => Code::SyntaxNestingTooDeep,
+    }
+}
+
+/// The file of jadpo's built-in events: none. They have no definition in the
+/// index, no reference to them is recorded, and they are lowered only when used.
+const BUILTIN_FILE: usize = usize::MAX;
+
+/// What a declaration was checked to be, kept for lowering: only when a program
+/// will be built, and only for a declaration whose names all resolved. Indices are
+/// of declarations in the checker's list.
+#[derive(Default)]
+enum Resolved {
+    #[default]
+    Nothing,
+    Connection(p::Connection),
+    Action {
+        via: usize,
+        path: String,
+        idempotent: bool,
+    },
+    Subscriber {
+        event: usize,
+        call: p::Call,
+        budget: p::Budget,
+        timeout_ms: u64,
+    },
+    Schedule {
+        every_ms: u64,
+        call: p::Call,
+    },
+}
+
+/// The checker's state for one program: its declarations, name tables, what each
+/// declaration resolved to, and the diagnostics so far.
+struct Cx<'d, 'a> {
+    decls: &'d [(usize, &'d Decl<'a>)],
+    /// The files: their text, to echo a value as written; their names, to resolve
+    /// paths relative to the file that gives them.
+    files: &'a [SourceFile],
+    /// A syntax error somewhere: some names may be missing, so nothing is "unused".
+    broken: bool,
+    diags: Vec<Diagnostic>,
+    /// Declarations of one kind share a namespace: (kind, name) to the index of the
+    /// first declaration of that name in `decls`.
+    names: FxHashMap<(DeclKind, &'a str), usize>,
+    used: Vec<bool>,
+    /// Per declaration: the field or parameter types (events, actions).
+    types: Vec<Option<Fields<'a>>>,
+    resolved: Vec<Resolved>,
+    lower: Lower,
+    /// Tests that checked clean, their steps naming declarations by index.
+    tests: Vec<test_blocks::PendingTest>,
+    /// Definitions and references, filled as names are resolved.
+    index: SymbolIndex,
+    /// Per declaration: its definition in the index (none for a nameless one).
+    decl_def: Vec<Option<DefId>>,
+    /// Per declaration: the definitions of its fields or parameters, in order.
+    member_defs: Vec<Vec<DefId>>,
+}
+
+/// An event's fields or an action's parameters: shared, so checking a call clones
+/// a pointer, not the list.
+type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
+
+impl<'d, 'a> Cx<'d, 'a> {
+    fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
+        let n = decls.len();
+        Cx {
+            decls,
+            files,
+            broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
+            diags: Vec::new(),
+            names: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            used: vec![false; n],
+            types: vec![None; n],
+            // Only a program that will be lowered needs what each declaration resolved to.
+            resolved: if lower == Lower::Yes {
+                std::iter::repeat_with(Resolved::default).take(n).collect()
+            } else {
+                Vec::new()
+            },
+            tests: Vec::new(),
+            lower,
+            index: SymbolIndex::default(),
+            decl_def: vec![None; n],
+            member_defs: vec![Vec::new(); n],
+        }
+    }
+
+    /// A name or string for the lowered program; nothing is copied when no program
+    /// will be built, which keeps `jadpoc check` from copying every argument.
+    fn owned(&self, s: &str) -> String {
+        if self.lower == Lower::Yes { s.to_string() } else { String::new() }
+    }
+
+    /// Keeps what a declaration resolved to, when a program will be built.
+    fn keep(&mut self, index: usize, r: Resolved) {
+        if let Some(slot) = self.resolved.get_mut(index) {
+            *slot = r;
+        }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    fn error_count(&self) -> usize {
+        self.diags.iter().filter(|d| d.severity() == Severity::Error).count()
+    }
+
+    fn check_all(&mut self) {
+        // Events and actions first: subscribers, schedules and tests need their types.
+        for pass in [0, 1] {
+            for index in 0..self.decls.len() {
+                let (file, decl) = self.decls[index];
+                let Body::Block { params, block } = &decl.body else { continue };
+                match (pass, decl.kind) {
+                    (0, DeclKind::Event) => self.event(index, file, block),
+                    (0, DeclKind::Connection) => self.connection(index, file, decl, block),
+                    (0, DeclKind::Action) => self.action(index, file, decl, params, block),
+                    (1, DeclKind::Subscriber) => self.subscriber(index, file, decl, block),
+                    (1, DeclKind::Schedule) => self.schedule(index, file, decl, block),
+                    _ => {}
+                }
+            }
+        }
+        for index in 0..self.decls.len() {
+            let (file, decl) = self.decls[index];
+            if let Body::Steps { title, steps } = &decl.body {
+                self.test(index, file, decl, title, steps);
+            }
+        }
+        if !self.broken {
+            self.unused();
+        }
+    }
+
+    /// Reports unknown and duplicate keys; returns the entries of known keys, each once.
+    fn keys<'b>(
+        &mut self,
+        file: usize,
+        decl: &Decl<'a>,
+        block: &'b Block<'a>,
+        allowed: &[&str],
+        special: &[(&str, Code, &str)],
+    ) -> Keys<'b, 'a> {
+        let mut seen = Keys(Vec::with_capacity(block.entries.len()));
+        for entry in &block.entries {
+            let key: &'b str = &entry.key.text;
+            if let Some((_, code, message)) = special.iter().find(|(k, _, _)| *k == key) {
+                self.push(Diagnostic::new(*code, file, entry.key.span, *message));
+                continue;
+            }
+            if !allowed.contains(&key) || entry.key.quoted {
+                let list = allowed.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+                let mut help = format!(
+                    "a{} {} takes {list}",
+                    if matches!(decl.kind, DeclKind::Event | DeclKind::Action) { "n" } else { "" },
+                    decl.kind.keyword()
+                );
+                if let Some(s) = did_you_mean(key, allowed.iter().copied()) {
+                    help = format!("{s}; {help}");
+                }
+                let d = Diagnostic::new(
+                    Code::DeclUnknownKey,
+                    file,
+                    entry.key.span,
+                    format!("`{key}` is not a key of {} `{}`", decl.kind.keyword(), decl.name.text),
+                )
+                .help(help);
+                self.push(d);
+                continue;
+            }
+            if let Some(first) = seen.get(key) {
+                let d =
+                    Diagnostic::new(Code::DeclDuplicateKey, file, entry.key.span, format!("`{key}` is given twice"))
+                        .label(file, first.key.span, "first given here")
+                        .help("keep one of them");
+                self.push(d);
+                continue;
+            }
+            seen.0.push((key, entry));
+        }
+        seen
+    }
+}
+
+/// A declaration's entries by key, each key once. A declaration has a handful of
+/// keys, so a list beats a hash map.
+struct Keys<'b, 'a>(Vec<(&'b str, &'b Entry<'a>)>);
+
+impl<'b, 'a> Keys<'b, 'a> {
+    fn get(&self, key: &str) -> Option<&'b Entry<'a>> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,152 @@
+//! Names: the tables that resolve a name to its declaration, the symbol index they
+//! fill, and the warnings for declarations nothing uses.
+
+use super::{BUILTIN_FILE, Cx};
+use crate::diagnostic::Diagnostic;
+use crate::index::{Def, SymbolKind};
+use crate::program::Type;
+use crate::registry::Code;
+use crate::suggest::did_you_mean;
+use jadpo_syntax::ast::{Body, DeclKind, Name, Span};
+
+impl<'a> Cx<'_, 'a> {
+    pub(super) fn collect_names(&mut self) {
+        for (index, &(file, decl)) in self.decls.iter().enumerate() {
+            if decl.name.text.is_empty() && matches!(decl.body, Body::Broken) {
+                continue;
+            }
+            let key = (decl.kind, decl.name.text);
+            if file == BUILTIN_FILE {
+                self.names.insert(key, index);
+                continue;
+            }
+            let name = match &decl.body {
+                Body::Steps { title, .. } => title.to_string(),
+                _ => decl.name.text.to_string(),
+            };
+            self.decl_def[index] = Some(self.index.define(Def {
+                name,
+                kind: SymbolKind::of_decl(decl.kind),
+                file,
+                name_span: decl.name.span,
+                span: decl.span,
+                parent: None,
+                ty: None,
+                primary: !self.names.contains_key(&key),
+            }));
+            if let Some(first) = self.names.get(&key) {
+                let (ffile, fdecl) = self.decls[*first];
+                let what = if decl.kind == DeclKind::Test { "test" } else { decl.kind.keyword() };
+                let d = Diagnostic::new(
+                    Code::NameDuplicate,
+                    file,
+                    decl.name.span,
+                    format!("the {what} `{}` is declared twice", decl.name.text),
+                )
+                .label(ffile, fdecl.name.span, "first declared here")
+                .help(format!("rename one of them; {} names are shared by every file of the program", what));
+                self.push(d);
+            } else {
+                self.names.insert(key, index);
+            }
+        }
+    }
+
+    pub(super) fn lookup(&self, kind: DeclKind, name: &str) -> Option<usize> {
+        self.names.get(&(kind, name)).copied()
+    }
+
+    pub(super) fn candidates(&self, kind: DeclKind) -> impl Iterator<Item = &'a str> + '_ {
+        self.decls.iter().filter(move |(_, d)| d.kind == kind && !d.name.text.is_empty()).map(|(_, d)| d.name.text)
+    }
+
+    /// Resolves a reference to a declaration, reporting it when unknown.
+    pub(super) fn resolve(&mut self, file: usize, kind: DeclKind, name: Name<'a>, code: Code) -> Option<usize> {
+        let found = self.lookup(kind, name.text);
+        let target = found.and_then(|i| self.decl_def[i]);
+        if found.is_none_or(|i| self.decls[i].0 != BUILTIN_FILE) {
+            self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
+        }
+        match found {
+            Some(i) => {
+                self.used[i] = true;
+                Some(i)
+            }
+            None => {
+                let help = did_you_mean(name.text, self.candidates(kind));
+                let d =
+                    Diagnostic::new(code, file, name.span, format!("no {} is named `{}`", kind.keyword(), name.text))
+                        .help_opt(help);
+                self.push(d);
+                None
+            }
+        }
+    }
+
+    /// Records a field of an event or a parameter of an action (`owner`).
+    pub(super) fn define_member(&mut self, owner: usize, name: Name<'a>, span: Span, ty: Option<Type>, primary: bool) {
+        let (file, decl) = self.decls[owner];
+        if file == BUILTIN_FILE {
+            return;
+        }
+        let kind = if decl.kind == DeclKind::Action { SymbolKind::Param } else { SymbolKind::Field };
+        let def = Def {
+            name: name.text.to_string(),
+            kind,
+            file,
+            name_span: name.span,
+            span,
+            parent: self.decl_def[owner],
+            ty,
+            primary,
+        };
+        let id = self.index.define(def);
+        self.member_defs[owner].push(id);
+    }
+
+    /// Records a use of a field of event `event` (`None` when the event is unknown).
+    pub(super) fn refer_field(&mut self, file: usize, event: Option<usize>, name: &str, span: Span) {
+        if event.is_some_and(|e| self.decls[e].0 == BUILTIN_FILE) {
+            return;
+        }
+        let target = event.and_then(|e| {
+            self.member_defs[e].iter().copied().find(|&id| {
+                let d = self.index.def(id);
+                d.primary && d.name == name
+            })
+        });
+        self.index.refer(SymbolKind::Field, file, span, name, target);
+    }
+
+    pub(super) fn unused(&mut self) {
+        for index in 0..self.decls.len() {
+            let (file, decl) = self.decls[index];
+            if file == BUILTIN_FILE {
+                continue;
+            }
+            let code = match decl.kind {
+                DeclKind::Event => Code::EventUnused,
+                DeclKind::Action => Code::ActionUnused,
+                DeclKind::Connection => Code::ConnectionUnused,
+                _ => continue,
+            };
+            // A duplicate is reported as such, not also as unused.
+            let first = self.lookup(decl.kind, decl.name.text) == Some(index);
+            if !self.used[index] && first {
+                let by = match decl.kind {
+                    DeclKind::Event => "no subscriber or test uses it",
+                    DeclKind::Action => "no subscriber or schedule runs it",
+                    _ => "no action calls through it",
+                };
+                let d = Diagnostic::new(
+                    code,
+                    file,
+                    decl.name.span,
+                    format!("the {} `{}` is never used: {by}", decl.kind.keyword(), decl.name.text),
+                )
+                .help("remove it, or use it");
+                self.push(d);
+            }
+        }
+    }
+}

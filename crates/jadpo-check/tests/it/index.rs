@@ -1,0 +1,231 @@
+//! The symbol index: every declaration and reference, at the places an editor asks
+//! about, resolved as the checker resolves them.
+
+use jadpo_check::{DefId, Lower, SourceFile, SymbolIndex, SymbolKind, check};
+
+const EVENTS: &str = "event PaymentReceived {
+    payment_id: string
+    amount_cents: int?
+}
+
+connection ledger {
+    url: \"http://127.0.0.1:8080/jadpo\"
+}
+
+action record_payment(payment_id: string, amount_cents: int?) {
+    via: ledger
+}
+";
+
+const USES: &str = "subscriber record {
+    on: PaymentReceived
+    run: record_payment(event.payment_id, event.amount_cents)
+}
+
+schedule nightly {
+    every: 1d
+    run: record_payment(\"all\", 0)
+}
+
+test \"ledger down, then back\" {
+    fake ledger: [unavailable, ok]
+    emit PaymentReceived { payment_id: \"p1\" }
+    wait 1m
+    retry record
+    expect record { state: succeeded }
+    expect breaker ledger { state: closed }
+}
+";
+
+fn files(texts: &[&str]) -> Vec<SourceFile> {
+    texts.iter().enumerate().map(|(i, t)| SourceFile { name: format!("f{i}.jadpo"), text: t.to_string() }).collect()
+}
+
+fn index_of(texts: &[&str], lower: Lower) -> SymbolIndex {
+    check(&files(texts), lower).index
+}
+
+/// The byte offset of the `nth` (0-based) occurrence of `needle` in `text`.
+fn at(text: &str, needle: &str, nth: usize) -> u32 {
+    text.match_indices(needle).nth(nth).unwrap_or_else(|| panic!("no {nth}th `{needle}`")).0 as u32
+}
+
+fn one(index: &SymbolIndex, kind: SymbolKind, name: &str) -> DefId {
+    let found: Vec<DefId> = index.defs_named(kind, name).collect();
+    assert_eq!(found.len(), 1, "{kind:?} `{name}`: {found:?}");
+    found[0]
+}
+
+#[test]
+fn every_declaration_is_a_definition_with_its_spans() {
+    let index = index_of(&[EVENTS, USES], Lower::No);
+    let kinds: Vec<(SymbolKind, &str, usize)> =
+        index.defs().iter().map(|d| (d.kind, d.name.as_str(), d.file)).collect();
+    for want in [
+        (SymbolKind::Event, "PaymentReceived", 0),
+        (SymbolKind::Field, "payment_id", 0),
+        (SymbolKind::Field, "amount_cents", 0),
+        (SymbolKind::Connection, "ledger", 0),
+        (SymbolKind::Action, "record_payment", 0),
+        (SymbolKind::Param, "payment_id", 0),
+        (SymbolKind::Param, "amount_cents", 0),
+        (SymbolKind::Subscriber, "record", 1),
+        (SymbolKind::Schedule, "nightly", 1),
+        (SymbolKind::Test, "ledger down, then back", 1),
+    ] {
+        assert!(kinds.contains(&want), "{want:?} missing from {kinds:?}");
+    }
+    assert_eq!(index.defs().len(), 10);
+
+    let event = one(&index, SymbolKind::Event, "PaymentReceived");
+    let d = index.def(event);
+    assert_eq!(&EVENTS[d.name_span.range()], "PaymentReceived");
+    assert_eq!(d.span.start, 0);
+    assert_eq!(&EVENTS[d.span.range()][d.span.range().len() - 1..], "}");
+    assert!(d.primary);
+
+    let fields: Vec<&str> = index.children(event).map(|f| index.def(f).name.as_str()).collect();
+    assert_eq!(fields, ["payment_id", "amount_cents"]);
+    let amount = index.children(event).nth(1).expect("second field");
+    let f = index.def(amount);
+    assert_eq!(&EVENTS[f.span.range()], "amount_cents: int?");
+    assert_eq!(f.parent, Some(event));
+    assert_eq!(f.ty.map(|t| (t.base, t.optional)), Some((jadpo_check::program::BaseType::Int, true)));
+
+    let action = one(&index, SymbolKind::Action, "record_payment");
+    let params: Vec<&str> = index.children(action).map(|p| &EVENTS[index.def(p).span.range()]).collect();
+    assert_eq!(params, ["payment_id: string", "amount_cents: int?"]);
+
+    let test = one(&index, SymbolKind::Test, "ledger down, then back");
+    assert_eq!(index.def(test).file, 1);
+    assert_eq!(index.def(test).span.start, at(USES, "test", 0));
+}
+
+#[test]
+fn references_resolve_to_their_definitions() {
+    let index = index_of(&[EVENTS, USES], Lower::Yes);
+    let event = one(&index, SymbolKind::Event, "PaymentReceived");
+    let spans =
+        |def: DefId| -> Vec<(usize, u32)> { index.references_of(def).map(|r| (r.file, r.span.start)).collect() };
+    // `on:` and the test's `emit`.
+    assert_eq!(spans(event), [(1, at(USES, "PaymentReceived", 0)), (1, at(USES, "PaymentReceived", 1))]);
+
+    let ledger = one(&index, SymbolKind::Connection, "ledger");
+    // `via:` in the first file; `fake` and `expect breaker` in the test.
+    assert_eq!(spans(ledger), [(0, at(EVENTS, "ledger", 1)), (1, at(USES, "ledger", 1)), (1, at(USES, "ledger", 2))]);
+
+    let action = one(&index, SymbolKind::Action, "record_payment");
+    assert_eq!(spans(action), [(1, at(USES, "record_payment", 0)), (1, at(USES, "record_payment", 1))]);
+
+    let record = one(&index, SymbolKind::Subscriber, "record");
+    // `retry record` and `expect record`, not `record_payment`.
+    assert_eq!(spans(record), [(1, at(USES, "retry record", 0) + 6), (1, at(USES, "expect record", 0) + 7)]);
+
+    let fields: Vec<DefId> = index.children(event).collect();
+    // `event.payment_id` and the emit's `payment_id:`.
+    assert_eq!(spans(fields[0]), [(1, at(USES, "payment_id", 0)), (1, at(USES, "payment_id", 1))]);
+    assert_eq!(spans(fields[1]), [(1, at(USES, "amount_cents", 0))]);
+    for r in index.refs() {
+        assert!(r.target.is_some(), "{r:?} did not resolve");
+        let text = [EVENTS, USES][r.file];
+        assert_eq!(&text[r.span.range()], r.name);
+        assert_eq!(index.def(r.target.expect("resolved")).name, r.name);
+    }
+    assert_eq!(index.refs().len(), 12);
+}
+
+#[test]
+fn lookups_by_place() {
+    let index = index_of(&[EVENTS, USES], Lower::No);
+    let event = one(&index, SymbolKind::Event, "PaymentReceived");
+    let name = at(EVENTS, "PaymentReceived", 0);
+    // On the name, inside it and just after it; not on the keyword before it.
+    assert_eq!(index.def_at(0, name), Some(event));
+    assert_eq!(index.def_at(0, name + 4), Some(event));
+    assert_eq!(index.def_at(0, name + "PaymentReceived".len() as u32), Some(event));
+    assert_eq!(index.def_at(0, 2), None);
+    assert_eq!(index.def_at(1, name), None, "files are told apart");
+
+    let on = at(USES, "PaymentReceived", 0);
+    let r = index.ref_at(1, on + 3).expect("a reference");
+    assert_eq!((r.kind, r.target), (SymbolKind::Event, Some(event)));
+    assert_eq!(index.symbol_at(1, on), Some(event));
+    assert_eq!(index.symbol_at(0, name), Some(event));
+    assert!(index.ref_at(1, at(USES, "run:", 0)).is_none());
+
+    let field = index.symbol_at(1, at(USES, "event.amount_cents", 0) + 8).expect("a field");
+    assert_eq!(index.def(field).kind, SymbolKind::Field);
+    assert_eq!(index.def(field).parent, Some(event));
+
+    let outline: Vec<&str> = index.defs_in(1).map(|d| index.def(d).name.as_str()).collect();
+    assert_eq!(outline, ["record", "nightly", "ledger down, then back"]);
+}
+
+#[test]
+fn unknown_names_are_references_to_nothing() {
+    let text = "event E { a: string }
+
+subscriber s {
+    on: Ee
+    run: act(event.a)
+}
+
+subscriber t {
+    on: E
+    run: nope(event.b)
+}
+";
+    let checked = check(&files(&[text]), Lower::No);
+    assert!(checked.errors() >= 2);
+    let index = &checked.index;
+    let unresolved: Vec<(SymbolKind, &str)> =
+        index.refs().iter().filter(|r| r.target.is_none()).map(|r| (r.kind, r.name.as_str())).collect();
+    assert_eq!(
+        unresolved,
+        [(SymbolKind::Event, "Ee"), (SymbolKind::Action, "act"), (SymbolKind::Action, "nope")],
+        "{:?}",
+        index.refs()
+    );
+    let e = one(index, SymbolKind::Event, "E");
+    assert_eq!(index.references_of(e).count(), 1);
+}
+
+#[test]
+fn a_field_of_an_unknown_event_and_an_unknown_field_resolve_to_nothing() {
+    let text = "event E { a: string }
+connection c { url: \"http://x\" }
+action act(a: string) { via: c }
+subscriber s { on: Nope  run: act(event.a) }
+subscriber t { on: E  run: act(event.b) }
+";
+    let index = index_of(&[text], Lower::No);
+    let fields: Vec<(&str, bool)> = index
+        .refs()
+        .iter()
+        .filter(|r| r.kind == SymbolKind::Field)
+        .map(|r| (r.name.as_str(), r.target.is_some()))
+        .collect();
+    assert_eq!(fields, [("a", false), ("b", false)]);
+}
+
+#[test]
+fn a_second_declaration_is_a_definition_but_not_the_target() {
+    let first = "event E { a: string }\nconnection c { url: \"http://x\" }\naction act(a: string) { via: c }\n";
+    let second = "event E { a: string }\nsubscriber s { on: E  run: act(event.a) }\n";
+    let index = index_of(&[first, second], Lower::No);
+    let defs: Vec<DefId> = index.defs_named(SymbolKind::Event, "E").collect();
+    assert_eq!(defs.len(), 2);
+    assert!(index.def(defs[0]).primary && !index.def(defs[1]).primary);
+    assert_eq!(index.references_of(defs[0]).count(), 1);
+    assert_eq!(index.references_of(defs[1]).count(), 0);
+}
+
+#[test]
+fn a_program_with_syntax_errors_still_has_its_index() {
+    let text = "event E { a: string }\nconnection c { url: \"http://x\" }\naction act(a: string) { via: c }\nsubscriber s { on: E  run: act(event.a) }\nsubscriber broken { on: ";
+    let checked = check(&files(&[text]), Lower::No);
+    assert!(checked.errors() > 0);
+    let e = one(&checked.index, SymbolKind::Event, "E");
+    assert_eq!(checked.index.references_of(e).count(), 1);
+    assert!(checked.index.defs_named(SymbolKind::Subscriber, "broken").next().is_some());
+}

@@ -1,0 +1,49 @@
+//! How the runtime runs, and the defaults the command line takes for its flags.
+//!
+//! Each default is written here once: `jadpoc run`'s `--workers` and `--batch`
+//! defaults are these constants, and [`RuntimeConfig::default`] is built from them.
+
+use jadpo_check::budget::SECOND_MS;
+
+/// Claim loops when `--workers` is not given.
+pub const DEFAULT_WORKERS: usize = 4;
+/// The most claim loops `--workers` accepts.
+pub const MAX_WORKERS: usize = 256;
+/// Most deliveries one claim takes (and most attempts one loop has in flight) when
+/// `--batch` is not given.
+pub const DEFAULT_BATCH: usize = 256;
+/// The largest batch accepted.
+pub const MAX_BATCH: usize = 4096;
+/// How often an idle claim loop looks for work other processes added.
+pub const DEFAULT_POLL_MS: u64 = 100;
+/// How long running attempts and schedule runs may finish after a stop before they
+/// are cut off (`abandoned`).
+pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
+/// How often the tick runs (breaker sweeps, schedules).
+pub const TICK_MS: u64 = SECOND_MS;
+/// How long a loop waits after a store error before it tries again.
+pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
+
+/// How the runtime runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Claim loops (`--workers`).
+    pub workers: usize,
+    /// Most deliveries one claim takes, and most attempts one loop has in flight.
+    pub batch: usize,
+    /// How often an idle loop looks for work other processes added.
+    pub poll_ms: u64,
+    /// How long running attempts and schedule runs may finish after a stop.
+    pub stop_grace_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            workers: DEFAULT_WORKERS,
+            batch: DEFAULT_BATCH,
+            poll_ms: DEFAULT_POLL_MS,
+            stop_grace_ms: DEFAULT_STOP_GRACE_MS,
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The live driver of time: the tokio loops behind `jadpoc run`.
+//!
+//! Claim loops take due deliveries in batches (one transaction per batch), start
+//! each attempt as its own task under the subscriber's `timeout:`, and hand its
+//! outcome to one committer that records outcomes in batches (one transaction per
+//! batch, each outcome with its attempt row). A loop takes its in-flight permits
+//! before it claims, so every delivery it claims starts at once and its run's time
+//! limit (counted from the claim) is all its own. The tick, once a second, sweeps
+//! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
+//! leases are taken back by the claims themselves (a claim reads ended leases
+//! before due deliveries).
+//!
+//! The work itself is the [`Runtime`]'s steps ([`crate::steps`]); this module only
+//! decides when they run, under the system clock.
+
+use crate::config::{STORE_ERROR_PAUSE_MS, TICK_MS};
+use crate::events;
+use crate::rules::{self, Outcome};
+use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
+use crate::store::{Claimed, StoreError};
+use jadpo_check::program::FailureKind;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tracing::Instrument;
+
+impl Runtime {
+    /// Run until `stop` turns true; then stop claiming, let running attempts and
+    /// schedule runs finish for up to the grace period, record their outcomes, and
+    /// return.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, StoreError> {
+        let now = self.clock.now_ms();
+        let rt = self.clone();
+        blocking(move || rt.sync_schedules(now)).await?;
+
+        let (tx, rx) = mpsc::channel::<Done>(self.config.batch * self.config.workers.max(1) * 2);
+        let committer = tokio::spawn(committer(self.clone(), rx));
+        let capacity = self.config.batch * self.config.workers.max(1);
+        let inflight = Arc::new(Semaphore::new(capacity));
+        let (hard_tx, hard_rx) = watch::channel(false);
+
+        let mut loops = Vec::new();
+        for _ in 0..self.config.workers.max(1) {
+            loops.push(tokio::spawn(claim_loop(
+                self.clone(),
+                tx.clone(),
+                inflight.clone(),
+                stop.clone(),
+                hard_rx.clone(),
+            )));
+        }
+        let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
+
+        while !*stop.borrow() {
+            if stop.changed().await.is_err() {
+                break;
+            }
+        }
+        for l in loops {
+            let _ = l.await;
+        }
+        let _ = tick.await;
+        // Let running attempts and schedule runs finish: they hold the in-flight
+        // permits.
+        let grace = Duration::from_millis(self.config.stop_grace_ms);
+        let all = u32::try_from(capacity).unwrap_or(u32::MAX);
+        let finished = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
+        let abandoned = if finished.is_ok() {
+            0
+        } else {
+            let left = capacity - inflight.available_permits();
+            let _ = hard_tx.send(true);
+            left as u64
+        };
+        drop(tx);
+        let recorded = committer.await.unwrap_or(0);
+        Ok(RunSummary { recorded, abandoned })
+    }
+
+    /// Make a prepared call under its run time limit.
+    async fn call_prepared(&self, prepared: Result<PreparedCall, Outcome>) -> Outcome {
+        let p = match prepared {
+            Ok(p) => p,
+            Err(defect) => return defect,
+        };
+        tokio::select! {
+            o = p.driver.call(p.request) => o,
+            _ = self.clock.sleep_until(p.deadline_ms) => {
+                Outcome::fail(FailureKind::DeadlineExceeded, rules::CODE_DEADLINE_EXCEEDED)
+            }
+        }
+    }
+
+    async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
+        let span = events::attempt_span(c.id, &c.subscriber, c.attempt);
+        let outcome = self.call_prepared(self.prepare_call(&c)).instrument(span).await;
+        let now = self.clock.now_ms();
+        self.conclude(&c, outcome, now)
+    }
+
+    /// Run one schedule's run and record it; its run time limit counts from now.
+    async fn run_schedule(self: Arc<Self>, name: String, run: u64) {
+        let started_ms = self.clock.now_ms();
+        let outcome = self.call_prepared(self.prepare_schedule(&name, started_ms)).await;
+        let now = self.clock.now_ms();
+        let rt = self.clone();
+        if let Err(e) = blocking(move || rt.finish_schedule(&name, run, &outcome, now)).await {
+            events::error(now, &e);
+        }
+    }
+}
+
+/// Run a store call on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(StoreError::Corrupt(format!("a store task failed: {e}"))),
+    }
+}
+
+/// Take up to `limit` in-flight permits: wait for one, then take what else is free
+/// now without waiting (`None` once the stop is asked for: the watch only ever
+/// turns to true).
+async fn take_permits(
+    inflight: &Arc<Semaphore>,
+    limit: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<OwnedSemaphorePermit> {
+    let mut permits = tokio::select! {
+        p = inflight.clone().acquire_owned() => p.ok()?,
+        _ = stop.changed() => return None,
+    };
+    let more = inflight.available_permits().min(limit.saturating_sub(1));
+    // Another loop may take some first: then this claim takes fewer.
+    if let Ok(extra) = inflight.clone().try_acquire_many_owned(u32::try_from(more).unwrap_or(u32::MAX)) {
+        permits.merge(extra);
+    }
+    Some(permits)
+}
+
+/// Run `work` as its own task once `permit` gives an in-flight permit, holding it
+/// until the work ends; a hard stop (the grace period over) cuts either wait short,
+/// and the permit goes back either way.
+fn spawn_under_permit(
+    permit: impl Future<Output = Option<OwnedSemaphorePermit>> + Send + 'static,
+    mut hard: watch::Receiver<bool>,
+    work: impl Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let permit = tokio::select! {
+            p = permit => p,
+            _ = hard.changed() => None,
+        };
+        let Some(permit) = permit else {
+            return;
+        };
+        tokio::select! {
+            () = work => {}
+            _ = hard.changed() => {}
+        }
+        drop(permit);
+    });
+}
+
+async fn claim_loop(
+    rt: Arc<Runtime>,
+    tx: mpsc::Sender<Done>,
+    inflight: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+    hard: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        // The permits come first: a delivery claimed and then kept waiting for one
+        // would spend its run's time limit, counted from the claim, doing nothing.
+        let Some(mut permits) = take_permits(&inflight, rt.config.batch, &mut stop).await else {
+            return;
+        };
+        let limit = permits.num_permits();
+        let now = rt.clock.now_ms();
+        let r = rt.clone();
+        let report = blocking(move || r.claim_due(now, limit)).await;
+        let DueClaim { report, waiting } = match report {
+            Ok(claim) => claim,
+            Err(e) => {
+                drop(permits);
+                events::error(now, &e);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(STORE_ERROR_PAUSE_MS)) => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+        };
+        let changed = report.changed();
+        for c in report.run {
+            // A claim takes at most `limit` deliveries to run, so a permit is left
+            // for each (were one missing, the rest would come back at their
+            // leases' end rather than run over the limit).
+            let Some(permit) = permits.split(1) else {
+                break;
+            };
+            let (rt2, tx2) = (rt.clone(), tx.clone());
+            let work = async move {
+                let done = rt2.attempt(c).await;
+                let _ = tx2.send(done).await;
+            };
+            spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), work);
+        }
+        // The permits no claimed delivery needed go back now.
+        drop(permits);
+        if changed < limit {
+            // Drained what is due: sleep until the next due time, a poll for work
+            // other processes added, an in-process emit, an attempt's end freeing a
+            // connection's slot, or the stop. Deliveries left waiting for a slot
+            // are due already: they wait for the wake (or the poll), not their time.
+            let store = rt.store.clone();
+            let next = if waiting > 0 { None } else { blocking(move || store.next_due_ms()).await.ok().flatten() };
+            let until = next.unwrap_or(i64::MAX).min(now.saturating_add(rules::ms_i64(rt.config.poll_ms)));
+            tokio::select! {
+                _ = rt.wake.notified() => {}
+                _ = rt.clock.sleep_until(until) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+}
+
+async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
+    let mut total = 0u64;
+    let max = rt.config.batch * 4;
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < max {
+            match rx.try_recv() {
+                Ok(d) => batch.push(d),
+                Err(_) => break,
+            }
+        }
+        let r = rt.clone();
+        let now = rt.clock.now_ms();
+        match blocking(move || r.record_outcomes(&batch)).await {
+            Ok(written) => total += written as u64,
+            // The deliveries stay `running` and come back when their leases end.
+            Err(e) => events::error(now, &e),
+        }
+    }
+    total
+}
+
+async fn tick_loop(
+    rt: Arc<Runtime>,
+    inflight: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+    hard: watch::Receiver<bool>,
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock.now_ms();
+        let r = rt.clone();
+        match blocking(move || r.tick(now)).await {
+            Ok(claimed) => {
+                for c in claimed {
+                    // A schedule's run holds a permit like an attempt, so a stop
+                    // waits for it; its time limit counts from when it has one
+                    // (the work starts only then).
+                    let permit = inflight.clone().acquire_owned();
+                    let permit = async move { permit.await.ok() };
+                    spawn_under_permit(permit, hard.clone(), rt.clone().run_schedule(c.name, c.run));
+                }
+            }
+            Err(e) => events::error(now, &e),
+        }
+        tokio::select! {
+            _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(TICK_MS))) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

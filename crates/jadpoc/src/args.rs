@@ -1,0 +1,38 @@
+//! Arguments that several subcommands share, written once so that every subcommand
+//! names and documents them the same way.
+
+use std::path::PathBuf;
+
+/// The program a command reads: its files and folders.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProgramPaths {
+    /// The program's files and folders (folders are searched recursively for
+    /// `*.jadpo`); all of them form one program.
+    #[arg(value_name = "PATHS", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// How a command prints its results: `text` for people (`human` is accepted as
+/// another name for it), `json` for programs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    #[value(alias = "human")]
+    Text,
+    /// For programs.
+    Json,
+}
+
+/// `--format`, shared by every command that prints results.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct FormatArg {
+    /// `text` for people (or `human`), `json` for programs.
+    #[arg(long, value_enum, default_value_t = Format::Text, global = true)]
+    pub format: Format,
+}
+
+/// `English` plurals: `plural(1, "file")` is `1 file`, `plural(2, "file")` is
+/// `2 files`.
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
+}

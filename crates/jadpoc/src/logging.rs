@@ -1,0 +1,262 @@
+//! The sink of the run's log: the runtime emits typed `tracing` events (target
+//! [`jadpo_runtime::events::TARGET`]); this module prints them to stderr, one line
+//! each, as human text or JSON (runtime.md's formats), and drops every other event.
+//!
+//! stdout stays free for a command's own output. A line is written whole under one
+//! lock, so lines from several workers never interleave; a failed write is dropped
+//! (logs never stop a run).
+
+use jadpo_runtime::events::{self, TARGET};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::sync::Mutex;
+use tracing::field::{Field, Visit};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+use tracing_subscriber::Registry;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `2026-01-02T03:04:05Z delivery 7 send_receipt attempt 1: succeeded -> succeeded`.
+    #[default]
+    Text,
+    /// One JSON object a line, its keys in a fixed order, `null` for a key without
+    /// a value.
+    Json,
+}
+
+/// Print the run's log to stderr in `format` from now on (once per process; a
+/// second call changes nothing).
+pub fn install(format: LogFormat) {
+    let subscriber = Registry::default().with(RunLog::new(format, std::io::stderr()));
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+/// The layer that turns the runtime's events into lines on `out`.
+pub struct RunLog<W> {
+    format: LogFormat,
+    out: Mutex<W>,
+}
+
+impl<W: Write> RunLog<W> {
+    /// A sink writing lines in `format` to `out`.
+    pub fn new(format: LogFormat, out: W) -> RunLog<W> {
+        RunLog { format, out: Mutex::new(out) }
+    }
+}
+
+fn ours(metadata: &Metadata<'_>) -> bool {
+    metadata.target() == TARGET
+}
+
+impl<S: Subscriber, W: Write + Send + 'static> Layer<S> for RunLog<W> {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if ours(metadata) { Interest::always() } else { Interest::never() }
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        ours(metadata)
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let metadata = event.metadata();
+        if !ours(metadata) {
+            return;
+        }
+        // Every declared field is a key, in the order declared; one the event
+        // left unrecorded (no value) stays `null`.
+        let mut line = Map::new();
+        line.insert("event".into(), Value::from(metadata.name()));
+        for field in metadata.fields() {
+            line.insert(field.name().into(), Value::Null);
+        }
+        event.record(&mut Fields(&mut line));
+        let mut buf = match self.format {
+            LogFormat::Json => serde_json::to_string(&line).unwrap_or_default(),
+            LogFormat::Text => text(&line),
+        };
+        buf.push('\n');
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = out.write_all(buf.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// Records an event's fields into a line.
+struct Fields<'a>(&'a mut Map<String, Value>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), Value::from(value));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().into(), Value::from(format!("{value:?}")));
+    }
+}
+
+/// The human line of an event; alerts and errors stay JSON in either format (an
+/// operator's tools pick them out).
+fn text(v: &Map<String, Value>) -> String {
+    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
+    let n = |k: &str| v.get(k).map(|x| x.to_string()).unwrap_or_default();
+    match s("event") {
+        events::ATTEMPT => {
+            let mut line = format!(
+                "{} delivery {} {} attempt {}: {}",
+                s("at"),
+                n("delivery"),
+                s("subscriber"),
+                n("attempt"),
+                s("outcome")
+            );
+            if !s("kind").is_empty() {
+                line.push_str(&format!(" {} ({})", s("kind"), s("code")));
+            }
+            line.push_str(&format!(" -> {}", s("state")));
+            if !s("due_at").is_empty() {
+                line.push_str(&format!(", next at {}", s("due_at")));
+            }
+            if !s("because").is_empty() {
+                line.push_str(&format!(" ({})", s("because")));
+            }
+            line
+        }
+        events::ENDED_AT_CLAIM => format!(
+            "{} delivery {} {} ended at its claim -> {} {} ({})",
+            s("at"),
+            n("delivery"),
+            s("subscriber"),
+            s("state"),
+            s("kind"),
+            s("because")
+        ),
+        events::SCHEDULE_RUN => {
+            let mut line = format!("{} schedule {} run {}: {}", s("at"), s("schedule"), n("run"), s("outcome"));
+            if !s("kind").is_empty() {
+                line.push_str(&format!(" {} ({})", s("kind"), s("code")));
+            }
+            line
+        }
+        _ => Value::Object(v.clone()).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jadpo_check::program::FailureKind;
+    use jadpo_runtime::rules::{CallFailure, ClaimDecision, Decision, FailedBecause, Failure, Outcome};
+    use jadpo_runtime::store::BreakerAlert;
+    use std::sync::Arc;
+
+    /// 2023-11-14T22:13:20Z.
+    const T0: i64 = 1_700_000_000_000;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The lines `emit` makes in `format`.
+    fn lines(format: LogFormat, emit: impl FnOnce()) -> Vec<String> {
+        let out = Shared::default();
+        let subscriber = Registry::default().with(RunLog::new(format, out.clone()));
+        tracing::subscriber::with_default(subscriber, emit);
+        let bytes = out.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        String::from_utf8(bytes).expect("utf-8").lines().map(str::to_string).collect()
+    }
+
+    fn unavailable() -> Outcome {
+        Outcome::Failed(CallFailure {
+            http_status: Some(503),
+            ..CallFailure::new(FailureKind::Unavailable, "http.503")
+        })
+    }
+
+    /// One of each event, as a run would emit them.
+    fn a_run() {
+        events::attempt(T0, 7, "send_receipt", 1, &Outcome::ok(), &Decision::Succeeded, 12);
+        let failure = Failure::new("http.503", FailureKind::Unavailable);
+        let retry = Decision::Retry { due_at_ms: T0 + 20_000, failure: failure.clone() };
+        events::attempt(T0, 8, "send_receipt", 2, &unavailable(), &retry, 30);
+        let failed = Decision::Failed { failure, because: FailedBecause::PastWindow };
+        let with_reason = Outcome::Failed(
+            CallFailure::new(FailureKind::Unavailable, "transport.connect").with_reason("connection refused"),
+        );
+        events::attempt(T0, 9, "send_receipt", 3, &with_reason, &failed, 4);
+        events::ended_at_claim(T0, 10, "audit", &ClaimDecision::Handled);
+        let give_up = ClaimDecision::GiveUp {
+            failure: Failure::deadline_exceeded(),
+            because: FailedBecause::PastWindow,
+            lease_expired: false,
+        };
+        events::ended_at_claim(T0, 11, "audit", &give_up);
+        // A claim that runs the delivery ends nothing: no line.
+        let run = ClaimDecision::Run { attempt: 1, lease_until_ms: T0, lease_expired: false, failure: None };
+        events::ended_at_claim(T0, 12, "audit", &run);
+        events::schedule_run(T0, "nightly", 3, &Outcome::ok());
+        events::schedule_run(T0, "nightly", 4, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"));
+        events::alert(&BreakerAlert { connection: "ledger".into(), since_ms: T0, held: 3 });
+        events::error(T0, &"the store is locked");
+        // Another crate's events are not the run's log.
+        tracing::info!(target: "hyper", "connection closed");
+    }
+
+    #[test]
+    fn the_default_text_format_is_one_human_line_per_event() {
+        assert_eq!(LogFormat::default(), LogFormat::Text);
+        assert_eq!(
+            lines(LogFormat::Text, a_run),
+            [
+                "2023-11-14T22:13:20Z delivery 7 send_receipt attempt 1: succeeded -> succeeded",
+                "2023-11-14T22:13:20Z delivery 8 send_receipt attempt 2: failed unavailable (http.503) -> pending, \
+                 next at 2023-11-14T22:13:40Z",
+                "2023-11-14T22:13:20Z delivery 9 send_receipt attempt 3: failed unavailable (transport.connect) -> \
+                 failed (past_window)",
+                "2023-11-14T22:13:20Z delivery 10 audit ended at its claim -> succeeded  (handled)",
+                "2023-11-14T22:13:20Z delivery 11 audit ended at its claim -> failed deadline_exceeded (past_window)",
+                "2023-11-14T22:13:20Z schedule nightly run 3: succeeded",
+                "2023-11-14T22:13:20Z schedule nightly run 4: failed unavailable (fake.unavailable)",
+                r#"{"event":"delivery.alert","alert":"connection_unavailable","connection":"ledger","since":"2023-11-14T22:13:20Z","held":3}"#,
+                r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn the_json_format_has_every_key_in_order_with_null_for_none() {
+        assert_eq!(
+            lines(LogFormat::Json, a_run),
+            [
+                r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":7,"subscriber":"send_receipt","attempt":1,"outcome":"succeeded","kind":null,"code":null,"http_status":null,"duration_ms":12,"state":"succeeded","due_at":null,"because":null,"reason":null}"#,
+                r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":8,"subscriber":"send_receipt","attempt":2,"outcome":"failed","kind":"unavailable","code":"http.503","http_status":503,"duration_ms":30,"state":"pending","due_at":"2023-11-14T22:13:40Z","because":null,"reason":null}"#,
+                r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":9,"subscriber":"send_receipt","attempt":3,"outcome":"failed","kind":"unavailable","code":"transport.connect","http_status":null,"duration_ms":4,"state":"failed","due_at":null,"because":"past_window","reason":"connection refused"}"#,
+                r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":10,"subscriber":"audit","state":"succeeded","kind":null,"code":null,"because":"handled"}"#,
+                r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":11,"subscriber":"audit","state":"failed","kind":"deadline_exceeded","code":"deadline_exceeded","because":"past_window"}"#,
+                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":3,"outcome":"succeeded","kind":null,"code":null}"#,
+                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":4,"outcome":"failed","kind":"unavailable","code":"fake.unavailable"}"#,
+                r#"{"event":"delivery.alert","alert":"connection_unavailable","connection":"ledger","since":"2023-11-14T22:13:20Z","held":3}"#,
+                r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
+            ]
+        );
+    }
+}
