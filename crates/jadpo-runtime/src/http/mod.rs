@@ -12,7 +12,7 @@ mod track;
 
 use crate::clock::BoxFuture;
 use crate::codes::RuntimeCode;
-use crate::drivers::{CallRequest, Driver};
+use crate::drivers::{CallRequest, Driver, SendMark};
 use crate::rng::RandomSource;
 use crate::rules::{CallFailure, Outcome};
 use bytes::Bytes;
@@ -306,16 +306,16 @@ impl HttpDriver {
     /// One send, bounded by the connection's `timeout:`. A call the provider
     /// surely never received because it had closed the pooled connection is sent
     /// once more, on a fresh connection.
-    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Outcome {
+    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest, mark: &SendMark) -> Outcome {
         let Ok(_permit) = self.in_flight.acquire().await else {
             return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None);
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let first = self.send_on(&self.client.inner, route, body, call, deadline).await;
+        let first = self.send_on(&self.client.inner, route, body, call, deadline, mark).await;
         match first {
             Attempted::NeverReceived(_) => {
                 self.fresh_resends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match self.send_on(&self.client.fresh, route, body, call, deadline).await {
+                match self.send_on(&self.client.fresh, route, body, call, deadline, mark).await {
                     Attempted::Done(sent) => sent,
                     // Twice refused unread: the provider is closing every connection.
                     Attempted::NeverReceived(reason) => fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason)),
@@ -333,6 +333,22 @@ impl HttpDriver {
         body: &Bytes,
         call: &CallRequest,
         deadline: tokio::time::Instant,
+        mark: &SendMark,
+    ) -> Attempted {
+        let attempted = self.send_on_marked(client, route, body, call, deadline, mark).await;
+        mark.settled();
+        attempted
+    }
+
+    /// [`HttpDriver::send_on`], before the mark is settled.
+    async fn send_on_marked(
+        &self,
+        client: &Inner,
+        route: &Route,
+        body: &Bytes,
+        call: &CallRequest,
+        deadline: tokio::time::Instant,
+        mark: &SendMark,
     ) -> Attempted {
         let mut req = match self.request(route, body, call) {
             Ok(r) => r,
@@ -346,7 +362,10 @@ impl HttpDriver {
         };
         // Tells a timeout before a connection was had (the call never left) from
         // one after the request went out, and what the connection saw.
-        let captured = capture_connection(&mut req);
+        let captured = Arc::new(capture_connection(&mut req));
+        // The request is written as soon as hyper has a connection for it.
+        let probe = captured.clone();
+        mark.sending(route.idempotent, move || probe.connection_metadata().is_some());
         let answer = match tokio::time::timeout_at(deadline, client.request(req)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => {
@@ -608,7 +627,7 @@ struct WireEvent<'a> {
 
 impl HttpDriver {
     /// Make the call: the connection's sends of it, as [`Driver::call`] says.
-    async fn call_sends(&self, request: CallRequest) -> Outcome {
+    async fn call_sends(&self, request: CallRequest, mark: SendMark) -> Outcome {
         let started = Instant::now();
         let Some(route) = self.routes.get(&request.action) else {
             return fail_with(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction.as_str(), None);
@@ -627,7 +646,7 @@ impl HttpDriver {
         let mut sends = 1;
         loop {
             let sent_at = Instant::now();
-            let sent = self.send(route, &body, &request).await;
+            let sent = self.send(route, &body, &request, &mark).await;
             if sends >= self.attempts || !resendable(&sent) {
                 return sent;
             }
@@ -663,7 +682,11 @@ impl HttpDriver {
 
 impl Driver for HttpDriver {
     fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome> {
-        Box::pin(self.call_sends(request))
+        Box::pin(self.call_sends(request, SendMark::new()))
+    }
+
+    fn call_marked(&self, request: CallRequest, sent: SendMark) -> BoxFuture<'_, Outcome> {
+        Box::pin(self.call_sends(request, sent))
     }
 }
 
