@@ -14,6 +14,9 @@
 # `KILL_AT=S` sends SIGINT to `jadpoc run` S seconds into the load instead, and
 # checks again that every acknowledged id is in the store.
 #
+# `INGEST_ONLY=1` posts an event no subscriber takes, so the ingest has the
+# machine to itself (no deliveries run alongside).
+#
 # `JADPOC=PATH` runs that binary instead of building one (to compare builds).
 #
 # Needs wrk (`apt-get install wrk`) and python3.
@@ -36,6 +39,11 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 write_program "http://127.0.0.1:9/x"
+EVENT=Paid
+if [ -n "${INGEST_ONLY:-}" ]; then
+  printf 'event Ping {\n    id: string\n    cents: int\n}\n' >> p.jadpo
+  EVENT=Ping
+fi
 
 # Each wrk thread keeps the ids of its 202s; `done` writes them all to acked.txt.
 cat > post.lua <<'LUA'
@@ -75,7 +83,7 @@ for C in "${CONNS[@]}"; do
     (sleep "$KILL_AT"; kill -INT $PID) &
   fi
   T=$((C < 2 ? C : 2))
-  wrk -t "$T" -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/Paid" \
+  wrk -t "$T" -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/$EVENT" \
     | grep -E "Requests/sec|Latency|requests in|errors|answers other"
   kill -INT $PID 2>/dev/null || true
   wait $PID || true
