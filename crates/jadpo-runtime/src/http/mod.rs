@@ -8,6 +8,7 @@
 //! `max_in_flight:` sends in flight, so one slow provider cannot take every worker.
 //! Redirects are never followed: a 3xx is an answer like any other.
 
+mod tls;
 mod track;
 
 use crate::clock::BoxFuture;
@@ -114,6 +115,48 @@ pub enum HttpSetupError {
     /// TLS could not be set up.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
+    /// `SSL_CERT_FILE` or `SSL_CERT_DIR` is set and gives no usable root.
+    #[error("`{variable}`: {problem}")]
+    TlsEnv {
+        /// The variable.
+        variable: &'static str,
+        /// What is wrong, naming the file or folder.
+        problem: String,
+    },
+    /// A file of a connection's `tls:` block cannot be read.
+    #[error("connection `{connection}`: the tls `{key}` file `{file}` {problem}")]
+    TlsFile {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block (`ca`, `client_cert`, `client_key`).
+        key: &'static str,
+        /// The file, as the program names it (joined to its folder).
+        file: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `tls:` block's `env("NAME")` is not set.
+    #[error("connection `{connection}` needs the environment variable `{name}` (tls `{key}`), which is not set")]
+    TlsMissingEnv {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block.
+        key: &'static str,
+        /// The variable.
+        name: String,
+    },
+    /// A `tls:` block's PEM is not what it must be.
+    #[error("connection `{connection}`: the tls `{key}` in {origin} {problem}")]
+    TlsPem {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block.
+        key: &'static str,
+        /// Where it was read: a file or a variable, in words.
+        origin: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// The body type the client sends.
@@ -124,13 +167,17 @@ type Inner = Client<HttpsConnector<WatchingConnector>, Body>;
 
 /// One HTTP client shared by every connection: one keep-alive pool for the run,
 /// and a client that never reuses a connection, for the one re-send of a call a
-/// provider never received because it closed the pooled connection.
+/// provider never read because it closed the pooled connection. A connection
+/// with a `tls:` block gets a client of its own (its roots and certificate).
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Inner,
     fresh: Inner,
     /// Where the re-sends' jitter is drawn from: the run's one source.
     random: RandomSource,
+    /// The system's roots, read once.
+    roots: Arc<rustls::RootCertStore>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -147,28 +194,57 @@ impl HttpClient {
         self
     }
 
-    /// A client over http and https. TLS uses rustls with the ring provider and the
-    /// system's root certificates, or Mozilla's bundled roots when the system has
-    /// none.
+    /// A client over http and https, with the process's environment (see
+    /// [`HttpClient::with_env`]).
     pub fn new() -> Result<HttpClient, HttpSetupError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = match hyper_rustls::HttpsConnectorBuilder::new().with_provider_and_native_roots(provider.clone())
-        {
-            Ok(b) => b,
-            Err(_) => hyper_rustls::HttpsConnectorBuilder::new()
-                .with_provider_and_webpki_roots(provider)
-                .map_err(|e| HttpSetupError::Tls(e.to_string()))?,
-        };
-        let mut http = HttpConnector::new();
-        // The https connector wraps this one, so it must take `https:` URLs too.
-        http.enforce_http(false);
-        // Calls are small request/answer pairs: Nagle's delay would only add latency.
-        http.set_nodelay(true);
-        let https = builder.https_or_http().enable_http1().wrap_connector(WatchingConnector::new(http));
-        let inner = Client::builder(TokioExecutor::new()).build(https.clone());
-        let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(https);
-        Ok(HttpClient { inner, fresh, random: RandomSource::from_system() })
+        HttpClient::with_env(&|name| std::env::var_os(name))
     }
+
+    /// A client over http and https. TLS uses rustls with the ring provider and the
+    /// system's root certificates (`SSL_CERT_FILE`/`SSL_CERT_DIR`, read through
+    /// `env`, when set; a bad one refuses), or Mozilla's bundled roots when the
+    /// system has none.
+    pub fn with_env(env: &dyn Fn(&str) -> Option<OsString>) -> Result<HttpClient, HttpSetupError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = Arc::new(tls::system_roots(env)?);
+        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| HttpSetupError::Tls(e.to_string()))?
+            .with_root_certificates(roots.as_ref().clone())
+            .with_no_client_auth();
+        let (inner, fresh) = clients(config);
+        Ok(HttpClient { inner, fresh, random: RandomSource::from_system(), roots, provider })
+    }
+
+    /// A client of its own for a connection with a `tls:` block: its files read
+    /// and parsed now.
+    fn for_tls(
+        &self,
+        connection: &str,
+        settings: &program::Tls,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<HttpClient, HttpSetupError> {
+        let config = tls::client_config(connection, settings, &self.roots, &self.provider, env)?;
+        let (inner, fresh) = clients(config);
+        Ok(HttpClient { inner, fresh, ..self.clone() })
+    }
+}
+
+/// The pooled and the fresh client over one TLS configuration.
+fn clients(config: rustls::ClientConfig) -> (Inner, Inner) {
+    let mut http = HttpConnector::new();
+    // The https connector wraps this one, so it must take `https:` URLs too.
+    http.enforce_http(false);
+    // Calls are small request/answer pairs: Nagle's delay would only add latency.
+    http.set_nodelay(true);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(WatchingConnector::new(http));
+    let inner = Client::builder(TokioExecutor::new()).build(https.clone());
+    let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(https);
+    (inner, fresh)
 }
 
 /// Where one action's calls go.
@@ -254,6 +330,10 @@ impl HttpDriver {
             return Err(HttpSetupError::NoConnection { index: connection });
         };
         let headers = resolve_headers(c, env)?;
+        let client = match &c.tls {
+            Some(settings) => client.for_tls(&c.name, settings, env)?,
+            None => client,
+        };
         let mut routes = HashMap::new();
         for (ai, a) in program.actions.iter().enumerate().filter(|(_, a)| a.connection == connection) {
             let joined = join_url(&c.url, &a.path);
