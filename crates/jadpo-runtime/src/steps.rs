@@ -327,7 +327,7 @@ impl Runtime {
     /// Record and log how a schedule's run ended.
     pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
         let failure = outcome.failure();
-        let result = self.store.record_schedule(name, now_ms, failure.as_ref());
+        let result = self.store.record_schedule(name, run, now_ms, failure.as_ref()).map(|_| ());
         events::schedule_run(now_ms, name, run, outcome);
         result
     }

@@ -1,8 +1,8 @@
 //! The store every store-using command opens: where it is by default and how a
 //! failure to open it is reported.
 
-use jadpo_runtime::store::SqliteStore;
-use std::path::{Path, PathBuf};
+use jadpo_runtime::store::{self, Location, OpenOptions, Store};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The store used when `--db` is not given.
@@ -16,30 +16,30 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
-/// Whether a command may create the store or needs one that exists.
+/// How a command uses the store.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Open {
     /// `emit` and `run` create the store (and its folder) when it is missing.
     CreateIfMissing,
-    /// Commands that read or change existing deliveries need an existing store.
+    /// Commands that change existing deliveries need an existing store.
     Existing,
+    /// Listings only read: no migration, no write lock, a read-only file is fine.
+    ReadOnly,
 }
 
-/// Opens (or creates, with its folder) the store at `db`; a one-line message and
-/// exit 2 when it cannot be.
-pub fn open_store(db: &Path, how: Open) -> Result<SqliteStore, ExitCode> {
-    if how == Open::Existing && !db.exists() {
+/// Opens the store at `db` as `how` says; a one-line message and exit 2 when it
+/// cannot be.
+pub fn open_store(db: &std::path::Path, how: Open) -> Result<Box<dyn Store>, ExitCode> {
+    let location = Location::parse(&db.to_string_lossy());
+    if how == Open::Existing && matches!(location, Location::Sqlite(_)) && !db.exists() {
         eprintln!("jadpoc: no store at `{}` (`jadpoc emit` or `jadpoc run` creates one)", db.display());
         return Err(ExitCode::from(2));
     }
-    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.exists()
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        eprintln!("jadpoc: cannot create `{}`: {e}", parent.display());
-        return Err(ExitCode::from(2));
-    }
-    SqliteStore::open(db).map_err(|e| {
+    let options = match how {
+        Open::CreateIfMissing | Open::Existing => OpenOptions::read_write(),
+        Open::ReadOnly => OpenOptions::read_only(),
+    };
+    store::open(&location, options).map_err(|e| {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
     })

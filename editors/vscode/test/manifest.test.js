@@ -38,3 +38,8 @@ test('the language configuration has the comments and pairs of the language', ()
   assert.deepEqual(opens, ['{', '[', '(', '"', '/*']);
   assert.deepEqual(config.surroundingPairs.map(p => p[0]), ['{', '[', '(', '"']);
 });
+
+test('the language client resolves as extension.js requires it', () => {
+  const resolved = require.resolve('vscode-languageclient/node', { paths: [root] });
+  assert.match(resolved, /vscode-languageclient[\\/]lib[\\/]node[\\/]main\.js$/);
+});

@@ -7,6 +7,7 @@
 //! `jadpoc test`.
 
 pub mod breaker;
+pub mod hold;
 
 use crate::codes::RuntimeCode;
 use jadpo_check::budget;

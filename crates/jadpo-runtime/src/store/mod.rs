@@ -4,6 +4,9 @@
 //! The trait is synchronous and coarse-grained (one call = one transaction) so that
 //! a PostgreSQL store (`FOR UPDATE SKIP LOCKED` in [`Store::claim`]) can follow with
 //! no change to the core or the workers; the workers call it from blocking threads.
+//!
+//! [`open`] chooses the store from where it is: a path is SQLite, a `postgres://`
+//! URL is PostgreSQL.
 
 mod sqlite;
 
@@ -12,6 +15,137 @@ pub use sqlite::{APPLICATION_ID, SqliteStore};
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
 use jadpo_check::program::DeliveryState;
+use std::path::Path;
+use std::time::Duration;
+
+/// The environment variable naming the store when `--db` is not given.
+pub const DATABASE_URL_ENV: &str = "JADPO_DATABASE_URL";
+
+/// The store used when neither `--db` nor [`DATABASE_URL_ENV`] names one.
+pub const DEFAULT_SQLITE_PATH: &str = ".jadpo/outbox.db";
+
+/// How long a locked store is waited on, in all, before an operation gives up.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// What a command means to do with the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write; a missing store is created (with its folder) and migrated.
+    ReadWrite,
+    /// Only read (`status`, `deliveries`, `breakers`): nothing is created, migrated
+    /// or locked for writing, so it works on a read-only file and beside a writer.
+    ReadOnly,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Read-write or read-only.
+    pub access: Access,
+    /// How long a locked store is waited on before an operation gives up.
+    pub lock_wait: Duration,
+}
+
+impl OpenOptions {
+    /// Read-write, waiting [`DEFAULT_LOCK_WAIT`] on a lock.
+    pub fn read_write() -> OpenOptions {
+        OpenOptions { access: Access::ReadWrite, lock_wait: DEFAULT_LOCK_WAIT }
+    }
+
+    /// Read-only, waiting [`DEFAULT_LOCK_WAIT`] on a lock.
+    pub fn read_only() -> OpenOptions {
+        OpenOptions { access: Access::ReadOnly, lock_wait: DEFAULT_LOCK_WAIT }
+    }
+}
+
+/// Where a store is: a SQLite file, or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file's path.
+    Sqlite(std::path::PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// Read a `--db` value: a `postgres://` or `postgresql://` URL, else a path.
+    pub fn parse(db: &str) -> Location {
+        let lower = db.get(..13).unwrap_or(db).to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            Location::Postgres(db.to_string())
+        } else {
+            Location::Sqlite(db.into())
+        }
+    }
+
+    /// The store named by `--db` if given, else by [`DATABASE_URL_ENV`] if set and
+    /// not empty, else [`DEFAULT_SQLITE_PATH`].
+    pub fn choose(db: Option<&str>, env: Option<&str>) -> Location {
+        match db.or(env.filter(|e| !e.trim().is_empty())) {
+            Some(db) => Location::parse(db),
+            None => Location::Sqlite(DEFAULT_SQLITE_PATH.into()),
+        }
+    }
+}
+
+/// Open the store at `location`: SQLite for a path, PostgreSQL for a URL. Read-write
+/// creates a missing SQLite file with its folder; read-only refuses a missing one.
+pub fn open(location: &Location, options: OpenOptions) -> Result<Box<dyn Store>, StoreError> {
+    match location {
+        Location::Sqlite(path) => open_sqlite(path, options).map(|s| Box::new(s) as Box<dyn Store>),
+        Location::Postgres(_) => Err(StoreError::Unsupported(
+            "PostgreSQL stores are not built into this jadpoc; give `--db` a file path".into(),
+        )),
+    }
+}
+
+fn open_sqlite(path: &Path, options: OpenOptions) -> Result<SqliteStore, StoreError> {
+    let shown = path.display().to_string();
+    match options.access {
+        Access::ReadOnly if !path.exists() => Err(StoreError::Missing { path: shown }),
+        Access::ReadOnly => SqliteStore::open_with(path, options),
+        Access::ReadWrite => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+                && let Err(e) = std::fs::create_dir_all(parent)
+            {
+                return Err(StoreError::Open {
+                    path: shown,
+                    message: format!("cannot create its folder `{}`: {e}", parent.display()),
+                });
+            }
+            SqliteStore::open_with(path, options)
+        }
+    }
+}
+
+/// Why a delivery ended as its last attempt decided: the failure's reason
+/// ([`crate::rules::FailedBecause`]'s word), `succeeded`, or `outcome_unknown` for a
+/// parked one; `None` while it goes on.
+pub fn end_reason_after_attempt(decision: &Decision) -> Option<&'static str> {
+    match decision {
+        Decision::Succeeded => Some(END_SUCCEEDED),
+        Decision::Retry { .. } => None,
+        Decision::Failed { because, .. } => Some(because.as_str()),
+        Decision::Parked { .. } => Some(END_OUTCOME_UNKNOWN),
+    }
+}
+
+/// Why a delivery ended at a claim: `handled` (a handled record was found), or the
+/// reason it was given up; `None` when the claim did not end it.
+pub fn end_reason_at_claim(decision: &ClaimDecision) -> Option<&'static str> {
+    match decision {
+        ClaimDecision::Handled => Some(END_HANDLED),
+        ClaimDecision::GiveUp { because, .. } => Some(because.as_str()),
+        ClaimDecision::Skip | ClaimDecision::Run { .. } | ClaimDecision::Hold { .. } => None,
+    }
+}
+
+/// The end reason of a delivery whose attempt succeeded.
+pub const END_SUCCEEDED: &str = "succeeded";
+/// The end reason of a delivery a claim found handled already.
+pub const END_HANDLED: &str = "handled";
+/// The end reason of a parked delivery (an outside call may have happened).
+pub const END_OUTCOME_UNKNOWN: &str = "outcome_unknown";
 
 /// Everything that can go wrong in a store, as values.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +172,27 @@ pub enum StoreError {
         /// How long we waited.
         waited_s: u64,
     },
+    /// The disk holding the store is full.
+    #[error("the disk holding the store `{path}` is full; no change was made")]
+    Full {
+        /// The file given.
+        path: String,
+    },
+    /// The store can only be read (its file, folder or disk is read-only).
+    #[error("the store `{path}` is read-only; no change was made")]
+    ReadOnly {
+        /// The file given.
+        path: String,
+    },
+    /// A read-only command found no store.
+    #[error("no store at `{path}` (`jadpoc emit` or `jadpoc run` creates one)")]
+    Missing {
+        /// The file given.
+        path: String,
+    },
+    /// A store this build cannot open.
+    #[error("{0}")]
+    Unsupported(String),
     /// The store could not be created or opened.
     #[error("cannot open the store `{path}`: {message}")]
     Open {
@@ -200,6 +355,9 @@ pub struct DeliveryView {
     pub created_at_ms: i64,
     /// Its last failure.
     pub last_failure: Option<Failure>,
+    /// Why it ended as it did, once it has ended (`succeeded`, `handled`,
+    /// `outcome_unknown`, `past_window`, `attempts_used`, `not_retryable`, `defect`).
+    pub end_reason: Option<String>,
 }
 
 /// One attempt of a delivery's history.
@@ -219,6 +377,8 @@ pub struct AttemptView {
     pub kind: Option<String>,
     /// The HTTP status, if any.
     pub http_status: Option<u16>,
+    /// The failure's short human reason, if the driver gave one.
+    pub reason: Option<String>,
 }
 
 /// What an operator retry did to one delivery.
@@ -263,7 +423,8 @@ pub struct BreakerAlert {
     pub connection: String,
     /// When its breaker opened.
     pub since_ms: i64,
-    /// Deliveries held for it when the alert was raised.
+    /// Deliveries the outage holds when the alert is written: those held, and
+    /// those due that its open breaker will hold at their claim.
     pub held: u64,
 }
 
@@ -346,8 +507,16 @@ pub trait Store: Send + Sync {
     /// tick after now (one catch-up run, not one per missed tick).
     fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError>;
 
-    /// Record how a schedule's run ended.
-    fn record_schedule(&self, name: &str, ended_at_ms: i64, failure: Option<&Failure>) -> Result<(), StoreError>;
+    /// Record how a schedule's run `run` ended; a run that is no longer the
+    /// schedule's latest (another process claimed a newer one) changes nothing.
+    /// Returns whether it was written.
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError>;
 
     /// The earliest due time of the given schedules.
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;

@@ -1,15 +1,18 @@
-//! Store tests on real SQLite files.
+//! The store suite: every test is a function over a [`Fixture`], run on each
+//! store (SQLite files here; PostgreSQL where a server answers), and the tests
+//! only SQLite's files have (foreign files, locks, read-only files, a full disk).
 
 use crate::common;
 
+use common::fixture::{self, Fixture, SqliteFile};
 use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
-    DeliveryFilter, NewEvent, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
+    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
 };
 use std::collections::HashSet;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
 fn ok_record(id: i64, attempt: u32, started: i64, ended: i64) -> Recorded {
@@ -25,15 +28,13 @@ fn ok_record(id: i64, attempt: u32, started: i64, ended: i64) -> Recorded {
 }
 
 fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("outbox.db");
-    (dir, path)
+    let f = SqliteFile::new();
+    let path = f.path.clone();
+    (f.into_dir(), path)
 }
 
-#[test]
-fn emit_claim_and_record_a_success() {
-    let (_dir, path) = temp_db();
-    let store = SqliteStore::open(&path).unwrap();
+fn emit_claim_and_record_a_success(f: &dyn Fixture) {
+    let store = f.open();
     let ids = store.emit(&[event(1), event(2)], T0).unwrap();
     assert_eq!(ids.len(), 2);
     let all = store.deliveries(&DeliveryFilter::default()).unwrap();
@@ -41,12 +42,12 @@ fn emit_claim_and_record_a_success() {
     assert!(all.iter().all(|d| d.state == DeliveryState::Pending && d.due_at_ms == Some(T0)));
 
     // Not due before emitted_at.
-    assert!(claim(&store, T0 - 1, 10).run.is_empty());
-    let r = claim(&store, T0, 10);
+    assert!(claim(&*store, T0 - 1, 10).run.is_empty());
+    let r = claim(&*store, T0, 10);
     assert_eq!(r.run.len(), 2);
     assert!(r.run.iter().all(|c| c.attempt == 1 && c.event == "Paid"));
     // A second claim finds nothing: both are running under a lease.
-    assert!(claim(&store, T0 + 5, 10).run.is_empty());
+    assert!(claim(&*store, T0 + 5, 10).run.is_empty());
 
     let c = &r.run[0];
     assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 7)]).unwrap(), vec![0]);
@@ -60,11 +61,10 @@ fn emit_claim_and_record_a_success() {
     assert!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 8)]).unwrap().is_empty());
 }
 
-#[test]
-fn a_retryable_failure_is_pending_again_with_its_failure_kept() {
-    let store = SqliteStore::open_in_memory().unwrap();
+fn a_retryable_failure_is_pending_again_with_its_failure_kept(f: &dyn Fixture) {
+    let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
-    let c = claim(&store, T0, 10).run.remove(0);
+    let c = claim(&*store, T0, 10).run.remove(0);
     let outcome = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
     let decision = Decision::Retry { due_at_ms: T0 + 5_000, failure: outcome.failure().unwrap() };
     let rec = Recorded {
@@ -83,24 +83,22 @@ fn a_retryable_failure_is_pending_again_with_its_failure_kept() {
     assert_eq!(d.last_failure.unwrap().kind, FailureKind::Unavailable);
     assert_eq!(h[0].kind.as_deref(), Some("unavailable"));
     assert_eq!(store.next_due_ms().unwrap(), Some(T0 + 5_000));
-    assert!(claim(&store, T0 + 4_999, 10).run.is_empty());
-    let again = claim(&store, T0 + 5_000, 10).run;
+    assert!(claim(&*store, T0 + 4_999, 10).run.is_empty());
+    let again = claim(&*store, T0 + 5_000, 10).run;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempt, 2);
 }
 
-#[test]
-fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses() {
-    let (_dir, path) = temp_db();
-    let store = SqliteStore::open(&path).unwrap();
+fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses(f: &dyn Fixture) {
+    let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
-    let first = claim(&store, T0, 10).run.remove(0);
+    let first = claim(&*store, T0, 10).run.remove(0);
     let lease_end = T0 + TIMEOUT_MS as i64 + rules::LEASE_GRACE_MS as i64;
     assert_eq!(first.record.lease_until_ms, Some(lease_end));
     assert_eq!(store.next_due_ms().unwrap(), Some(lease_end));
-    assert!(claim(&store, lease_end - 1, 10).run.is_empty());
+    assert!(claim(&*store, lease_end - 1, 10).run.is_empty());
 
-    let second = claim(&store, lease_end, 10).run.remove(0);
+    let second = claim(&*store, lease_end, 10).run.remove(0);
     assert_eq!(second.attempt, 2);
     let (d, h) = store.delivery(first.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Running);
@@ -119,13 +117,12 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses() {
     assert_eq!(h.len(), 2);
 }
 
-#[test]
-fn an_expired_lease_on_the_last_attempt_fails_at_the_claim() {
-    let store = SqliteStore::open_in_memory().unwrap();
+fn an_expired_lease_on_the_last_attempt_fails_at_the_claim(f: &dyn Fixture) {
+    let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
     let budget = Budget { attempts: 1, ..Budget::default() };
-    let c = claim_with(&store, T0, 10, budget).run.remove(0);
-    let r = claim_with(&store, T0 + 3_600_000, 10, budget);
+    let c = claim_with(&*store, T0, 10, budget).run.remove(0);
+    let r = claim_with(&*store, T0 + 3_600_000, 10, budget);
     assert!(r.run.is_empty());
     assert_eq!(r.ended.len(), 1);
     assert!(matches!(r.ended[0].2, ClaimDecision::GiveUp { .. }));
@@ -135,12 +132,11 @@ fn an_expired_lease_on_the_last_attempt_fails_at_the_claim() {
     assert_eq!(h.len(), 1);
 }
 
-#[test]
-fn a_claim_after_the_window_gives_up_deadline_exceeded() {
-    let store = SqliteStore::open_in_memory().unwrap();
+fn a_claim_after_the_window_gives_up_deadline_exceeded(f: &dyn Fixture) {
+    let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
     let budget = Budget { within_ms: 60_000, ..Budget::default() };
-    let r = claim_with(&store, T0 + 60_001, 10, budget);
+    let r = claim_with(&*store, T0 + 60_001, 10, budget);
     assert_eq!(r.ended.len(), 1);
     let d = &store.deliveries(&DeliveryFilter::default()).unwrap()[0];
     assert_eq!(d.state, DeliveryState::Failed);
@@ -148,11 +144,10 @@ fn a_claim_after_the_window_gives_up_deadline_exceeded() {
     assert_eq!(d.last_failure.as_ref().unwrap().kind, FailureKind::DeadlineExceeded);
 }
 
-#[test]
-fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
-    let store = SqliteStore::open_in_memory().unwrap();
+fn operator_retry_gives_a_fresh_budget_and_keeps_history(f: &dyn Fixture) {
+    let store = f.open();
     store.emit(&[event(1)], T0).unwrap();
-    let c = claim(&store, T0, 10).run.remove(0);
+    let c = claim(&*store, T0, 10).run.remove(0);
     let outcome = Outcome::fail(FailureKind::Rejected, "fake.rejected");
     let failure = outcome.failure().unwrap();
     store
@@ -171,7 +166,7 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
     assert_eq!(store.retry(&[c.id], later).unwrap(), vec![RetryResult::NotRetryable(DeliveryState::Pending)]);
     let d = &store.deliveries(&DeliveryFilter::default()).unwrap()[0];
     assert_eq!((d.state, d.attempts, d.due_at_ms, d.budget_start_ms), (DeliveryState::Pending, 0, Some(later), later));
-    let again = claim(&store, later, 10).run.remove(0);
+    let again = claim(&*store, later, 10).run.remove(0);
     assert_eq!(again.attempt, 1);
     store.record(&[ok_record(c.id, 1, again.claimed_at_ms, later + 1)]).unwrap();
     let (d, h) = store.delivery(c.id).unwrap().unwrap();
@@ -181,24 +176,20 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history() {
     assert_eq!(h[1].outcome, "succeeded");
 }
 
-#[test]
-fn two_stores_on_one_file_never_claim_one_delivery_twice() {
-    let (_dir, path) = temp_db();
-    let setup = SqliteStore::open(&path).unwrap();
+fn two_handles_never_claim_one_delivery_twice(f: &dyn Fixture) {
+    let setup = f.open();
     let events: Vec<NewEvent> = (0..3_000).map(event).collect();
     setup.emit(&events, T0).unwrap();
-    drop(setup);
 
-    let seen = Arc::new(Mutex::new(Vec::<i64>::new()));
-    let barrier = Arc::new(Barrier::new(2));
-    let handles: Vec<_> = (0..2)
-        .map(|_| {
-            let (path, seen, barrier) = (path.clone(), seen.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let store = SqliteStore::open(&path).unwrap();
+    let seen = Mutex::new(Vec::<i64>::new());
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let store = f.open();
                 barrier.wait();
                 loop {
-                    let r = claim(&store, T0 + 10, 37);
+                    let r = claim(&*store, T0 + 10, 37);
                     if r.run.is_empty() {
                         break;
                     }
@@ -207,18 +198,14 @@ fn two_stores_on_one_file_never_claim_one_delivery_twice() {
                     assert_eq!(store.record(&recs).unwrap(), (0..recs.len()).collect::<Vec<_>>());
                     seen.lock().unwrap().extend(r.run.iter().map(|c| c.id));
                 }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    let seen = seen.lock().unwrap();
+            });
+        }
+    });
+    let seen = seen.into_inner().unwrap();
     let unique: HashSet<_> = seen.iter().collect();
     assert_eq!(seen.len(), 3_000, "every delivery claimed");
     assert_eq!(unique.len(), 3_000, "none claimed twice");
-    let store = SqliteStore::open(&path).unwrap();
-    let s = store.status(T0).unwrap();
+    let s = setup.status(T0).unwrap();
     assert!(s.states.contains(&(DeliveryState::Succeeded, 3_000)));
 }
 
@@ -289,10 +276,8 @@ fn a_locked_store_is_waited_on_and_nothing_is_lost() {
     assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
 }
 
-#[test]
-fn schedules_are_due_every_period_and_catch_up_once() {
-    let (_dir, path) = temp_db();
-    let store = SqliteStore::open(&path).unwrap();
+fn schedules_are_due_every_period_and_catch_up_once(f: &dyn Fixture) {
+    let store = f.open();
     let specs = vec![ScheduleSpec { name: "nightly".into(), every_ms: 60_000, timeout_ms: 30_000 }];
     store.sync_schedules(&specs, T0).unwrap();
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 60_000));
@@ -303,7 +288,7 @@ fn schedules_are_due_every_period_and_catch_up_once() {
     assert!(store.claim_schedules(&specs, T0 + 60_000).unwrap().is_empty());
     // A restart does not reset it.
     drop(store);
-    let store = SqliteStore::open(&path).unwrap();
+    let store = f.open();
     store.sync_schedules(&specs, T0 + 70_000).unwrap();
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 120_000));
     // Down for ten periods: one run, then the next on its grid.
@@ -311,6 +296,291 @@ fn schedules_are_due_every_period_and_catch_up_once() {
     assert_eq!(c.len(), 1);
     assert!(store.claim_schedules(&specs, T0 + 10 * 60_000 + 6).unwrap().is_empty());
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 11 * 60_000));
-    let f = jadpo_runtime::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
-    store.record_schedule("nightly", T0 + 10 * 60_000 + 9, Some(&f)).unwrap();
+    // Run 1's late end is not the latest run's: nothing is written.
+    let failure = jadpo_runtime::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
+    assert!(!store.record_schedule("nightly", 1, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
+    assert!(store.record_schedule("nightly", 2, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
+}
+
+fn a_delivery_keeps_why_it_ended(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&(0..4).map(event).collect::<Vec<_>>(), T0).unwrap();
+    let run = claim(&*store, T0, 3).run;
+    let fail = |kind, code: &str| {
+        let o = Outcome::fail(kind, code);
+        let failure = o.failure().unwrap();
+        (o, failure)
+    };
+    let (rejected, rejected_f) = fail(FailureKind::Rejected, "fake.rejected");
+    let (unknown, unknown_f) = fail(FailureKind::OutcomeUnknown, "fake.outcome_unknown");
+    let rec = |c: &jadpo_runtime::store::Claimed, outcome: Outcome, decision: Decision| Recorded {
+        id: c.id,
+        connection: c.connection.clone(),
+        attempt: c.attempt,
+        started_at_ms: c.claimed_at_ms,
+        ended_at_ms: T0 + 1,
+        outcome,
+        decision,
+    };
+    store
+        .record(&[
+            rec(&run[0], Outcome::ok(), Decision::Succeeded),
+            rec(
+                &run[1],
+                rejected,
+                Decision::Failed { failure: rejected_f, because: rules::FailedBecause::NotRetryable },
+            ),
+            rec(&run[2], unknown, Decision::Parked { failure: unknown_f }),
+        ])
+        .unwrap();
+    // The fourth is never tried within a one-minute window: given up at its claim.
+    let budget = Budget { within_ms: 60_000, ..Budget::default() };
+    assert_eq!(claim_with(&*store, T0 + 60_001, 10, budget).ended.len(), 1);
+    let reasons: Vec<(DeliveryState, Option<String>)> =
+        store.deliveries(&DeliveryFilter::default()).unwrap().into_iter().map(|d| (d.state, d.end_reason)).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (DeliveryState::Succeeded, Some("succeeded".into())),
+            (DeliveryState::Failed, Some("not_retryable".into())),
+            (DeliveryState::Parked, Some("outcome_unknown".into())),
+            (DeliveryState::Failed, Some("past_window".into())),
+        ]
+    );
+    // An operator's retry starts it over: no end yet.
+    let parked = store.deliveries(&DeliveryFilter::default()).unwrap()[2].id;
+    assert_eq!(store.retry(&[parked], T0 + 70_000).unwrap(), vec![RetryResult::Retried]);
+    assert_eq!(store.delivery(parked).unwrap().unwrap().0.end_reason, None);
+}
+
+fn an_expired_lease_on_the_last_attempt_ends_attempts_used(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&[event(1)], T0).unwrap();
+    let budget = Budget { attempts: 1, ..Budget::default() };
+    let c = claim_with(&*store, T0, 10, budget).run.remove(0);
+    claim_with(&*store, T0 + 3_600_000, 10, budget);
+    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    assert_eq!(d.end_reason.as_deref(), Some("attempts_used"));
+    assert_eq!(h.len(), 1, "the lost attempt is recorded once");
+}
+
+fn each_attempt_keeps_its_failure_reason(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&[event(1)], T0).unwrap();
+    let c = claim(&*store, T0, 10).run.remove(0);
+    let outcome = match Outcome::fail(FailureKind::Unavailable, "transport.connect") {
+        Outcome::Failed(call) => Outcome::Failed(call.with_reason("connection refused")),
+        other => other,
+    };
+    let failure = outcome.failure().unwrap();
+    assert_eq!(failure.reason.as_deref(), Some("connection refused"));
+    let rec = Recorded {
+        id: c.id,
+        connection: c.connection.clone(),
+        attempt: 1,
+        started_at_ms: c.claimed_at_ms,
+        ended_at_ms: T0 + 1,
+        outcome,
+        decision: Decision::Retry { due_at_ms: T0 + 5_000, failure },
+    };
+    store.record(&[rec]).unwrap();
+    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    assert_eq!(h[0].reason.as_deref(), Some("connection refused"));
+    assert_eq!(d.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
+    // The next claim keeps it on the record the core sees.
+    let again = claim(&*store, T0 + 5_000, 10).run.remove(0);
+    assert_eq!(again.record.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
+}
+
+/// Each test of the suite above, run on the store a fixture function gives
+/// (`None`: that store is not available here, and the fixture said why).
+macro_rules! store_suite {
+    ($fixture:path) => {
+        store_suite!(@tests $fixture;
+            emit_claim_and_record_a_success,
+            a_retryable_failure_is_pending_again_with_its_failure_kept,
+            an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses,
+            an_expired_lease_on_the_last_attempt_fails_at_the_claim,
+            an_expired_lease_on_the_last_attempt_ends_attempts_used,
+            a_claim_after_the_window_gives_up_deadline_exceeded,
+            operator_retry_gives_a_fresh_budget_and_keeps_history,
+            two_handles_never_claim_one_delivery_twice,
+            schedules_are_due_every_period_and_catch_up_once,
+            a_delivery_keeps_why_it_ended,
+            each_attempt_keeps_its_failure_reason,
+        );
+    };
+    (@tests $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if let Some(f) = $fixture() {
+                    super::$name(&*f);
+                }
+            }
+        )*
+    };
+}
+pub(crate) use store_suite;
+
+mod sqlite {
+    super::store_suite!(super::fixture::sqlite);
+}
+
+/// A folder made read-only for real: a small filesystem remounted read-only when
+/// running as root (who ignores permissions), else permissions taken away.
+/// `None` (with a message) when neither can be done here.
+struct ReadOnlyDir {
+    dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl ReadOnlyDir {
+    /// A folder with a store of one event in it, then made read-only.
+    fn with_store() -> Option<(ReadOnlyDir, std::path::PathBuf)> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::process::Command::new("id").arg("-u").output().ok().is_some_and(|o| o.stdout == b"0\n");
+        let mounted = root && mount(dir.path(), "size=4m");
+        if root && !mounted {
+            eprintln!("skipped: cannot mount a filesystem to make read-only here");
+            return None;
+        }
+        let path = dir.path().join("outbox.db");
+        let store = SqliteStore::open(&path).unwrap();
+        store.emit(&[event(1)], T0).unwrap();
+        drop(store);
+        if mounted {
+            assert!(remount(dir.path(), "remount,ro"), "remount read-only");
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        Some((ReadOnlyDir { dir, mounted }, path))
+    }
+}
+
+fn mount(at: &std::path::Path, options: &str) -> bool {
+    std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .arg(at)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn remount(at: &std::path::Path, options: &str) -> bool {
+    std::process::Command::new("mount").args(["-o", options]).arg(at).status().is_ok_and(|s| s.success())
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount").arg(self.dir.path()).status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+#[test]
+fn a_read_only_store_can_be_listed_and_refuses_writes_clearly() {
+    let Some((_ro, path)) = ReadOnlyDir::with_store() else { return };
+    let store = SqliteStore::open_with(&path, OpenOptions::read_only()).unwrap();
+    assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
+    assert_eq!(store.status(T0).unwrap().states[0], (DeliveryState::Pending, 1));
+    assert!(store.breakers().unwrap().is_empty());
+    let id = store.deliveries(&DeliveryFilter::default()).unwrap()[0].id;
+    assert!(store.delivery(id).unwrap().is_some());
+    // Writing is refused by name, not as an I/O error.
+    let err = SqliteStore::open(&path).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+}
+
+#[test]
+fn a_reader_does_not_wait_on_a_writer_and_a_writer_past_the_wait_says_so() {
+    let (_dir, path) = temp_db();
+    SqliteStore::open(&path).unwrap().emit(&[event(1)], T0).unwrap();
+    let locker = rusqlite::Connection::open(&path).unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE; INSERT INTO jadpo_handled VALUES (-1, 0);").unwrap();
+    let wait = Duration::from_secs(1);
+    // A read-only handle opens and reads beside the writer, without waiting.
+    let reader = SqliteStore::open_with(&path, OpenOptions { lock_wait: wait, ..OpenOptions::read_only() }).unwrap();
+    assert_eq!(reader.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
+    assert_eq!(reader.status(T0).unwrap().states[0], (DeliveryState::Pending, 1));
+    // A writer waits, then gives up saying how long, having changed nothing.
+    let writer = SqliteStore::open_with(&path, OpenOptions { lock_wait: wait, ..OpenOptions::read_write() }).unwrap();
+    let err = writer.emit(&[event(2)], T0).unwrap_err();
+    assert!(matches!(err, StoreError::Busy { waited_s: 1 }), "{err:?}");
+    assert_eq!(err.to_string(), "the store stayed locked for 1s; no change was made");
+    locker.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(reader.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
+}
+
+#[test]
+fn opening_a_locked_new_store_past_the_wait_says_so() {
+    let (_dir, path) = temp_db();
+    // Another process is creating the store and holds its write lock.
+    let locker = rusqlite::Connection::open(&path).unwrap();
+    locker.execute_batch("PRAGMA journal_mode = WAL; BEGIN IMMEDIATE; CREATE TABLE half_made (x);").unwrap();
+    let options = OpenOptions { lock_wait: Duration::from_secs(1), ..OpenOptions::read_write() };
+    let err = SqliteStore::open_with(&path, options).unwrap_err();
+    assert!(matches!(err, StoreError::Busy { .. }), "not taken for a foreign file: {err:?}");
+    locker.execute_batch("ROLLBACK").unwrap();
+    drop(locker);
+    SqliteStore::open(&path).unwrap();
+}
+
+#[test]
+fn ten_handles_creating_one_store_at_once_all_succeed() {
+    let (_dir, path) = temp_db();
+    let barrier = Barrier::new(10);
+    let results: Vec<Result<Vec<i64>, StoreError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let (path, barrier) = (&path, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    SqliteStore::open(path)?.emit(&[event(i)], T0)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &results {
+        assert!(r.is_ok(), "{r:?}");
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), 10);
+}
+
+#[test]
+fn a_full_disk_is_reported_as_a_full_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    if !mount(dir.path(), "size=256k") {
+        eprintln!("skipped: cannot mount a small filesystem here (needs root)");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.path());
+    let store = SqliteStore::open(&dir.path().join("outbox.db")).unwrap();
+    let big = NewEvent { payload: format!(r#"{{"pad":"{}"}}"#, "x".repeat(16 * 1024)), ..event(0) };
+    let mut stored = 0;
+    let err = loop {
+        match store.emit(std::slice::from_ref(&big), T0) {
+            Ok(_) => stored += 1,
+            Err(e) => break e,
+        }
+        assert!(stored < 1_000, "the disk never filled");
+    };
+    assert!(matches!(err, StoreError::Full { .. }), "{err:?}");
+    assert!(err.to_string().contains("is full; no change was made"), "{err}");
+    // What was stored before is still there.
+    assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), stored);
 }

@@ -3,7 +3,6 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::store::Store;
 use jadpo_runtime::views;
 use std::process::ExitCode;
 
@@ -16,7 +15,7 @@ pub struct BreakersArgs {
 }
 
 pub fn run(args: BreakersArgs) -> ExitCode {
-    let store = match open_store(&args.db.db, Open::Existing) {
+    let store = match open_store(&args.db.db, Open::ReadOnly) {
         Ok(s) => s,
         Err(code) => return code,
     };

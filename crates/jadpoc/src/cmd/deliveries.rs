@@ -5,7 +5,7 @@ use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::DeliveryState;
 use jadpo_runtime::clock::{Clock, SystemClock};
-use jadpo_runtime::store::{DeliveryFilter, RetryResult, Store};
+use jadpo_runtime::store::{DeliveryFilter, RetryResult};
 use jadpo_runtime::views;
 use std::process::ExitCode;
 
@@ -49,7 +49,10 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match open_store(&args.db.db, Open::Existing) {
+    // Listings only read; a retry changes rows.
+    let how =
+        if matches!(args.command, Some(DeliveriesCommand::Retry { .. })) { Open::Existing } else { Open::ReadOnly };
+    let store = match open_store(&args.db.db, how) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -6,7 +6,7 @@ use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
 use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::payload::{PayloadError, new_event};
-use jadpo_runtime::store::{NewEvent, Store};
+use jadpo_runtime::store::NewEvent;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,13 +1,15 @@
-//! `jadpoc explain [CODE]`: a diagnostic code's documentation, or the list of every
+//! `jadpoc explain [CODE]`: what a code means, a diagnostic's of `jadpoc check` or a
+//! runtime code's (an attempt's failure, a `--listen` refusal), or the list of every
 //! code with its summary.
 
 use jadpo_check::Code;
+use jadpo_runtime::codes::{self, RuntimeCode};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct ExplainArgs {
-    /// A code such as `subscriber.retry_invalid`; every code is listed when none is
-    /// given.
+    /// A code such as `subscriber.retry_invalid` or `transport.connect`; every code
+    /// is listed when none is given.
     code: Option<String>,
 }
 
@@ -16,30 +18,47 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         crate::print_stdout(&list());
         return ExitCode::SUCCESS;
     };
-    match Code::parse(&name) {
-        Some(code) => {
-            crate::print_stdout(&format!(
-                "# {} ({})\n\n{}\n\n{}",
-                code,
-                code.severity().as_str(),
-                code.summary(),
-                code.doc()
-            ));
-            ExitCode::SUCCESS
-        }
-        None => {
-            eprintln!("jadpoc: `{name}` is not a diagnostic code{}", hint(&name));
-            ExitCode::from(2)
-        }
+    if let Some(code) = Code::parse(&name) {
+        crate::print_stdout(&format!(
+            "# {} ({})\n\n{}\n\n{}",
+            code,
+            code.severity().as_str(),
+            code.summary(),
+            code.doc()
+        ));
+        return ExitCode::SUCCESS;
     }
+    if let Some(code) = codes::lookup(&name) {
+        crate::print_stdout(&format!(
+            "# {} ({})\n\n{}\n\n{}\n",
+            code.as_str(),
+            code.kind().describe().replace('`', ""),
+            code.summary(),
+            code.doc().trim_end()
+        ));
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("jadpoc: `{name}` is not a code{}", hint(&name));
+    ExitCode::from(2)
 }
 
-/// Every code, one a line: its name, severity and summary.
+/// Every name either registry knows, the checker's first.
+fn all_names() -> impl Iterator<Item = &'static str> {
+    Code::ALL.iter().map(|c| c.as_str()).chain(RuntimeCode::ALL.iter().map(|c| c.as_str()))
+}
+
+/// Every code, one a line: the checker's diagnostics with their severity, then the
+/// runtime's codes with their kind.
 fn list() -> String {
-    let width = Code::ALL.iter().map(|c| c.as_str().len()).max().unwrap_or(0);
-    let mut out = String::new();
+    let width = all_names().map(str::len).max().unwrap_or(0);
+    let mut out = String::from("Diagnostics of `jadpoc check`:\n");
     for c in Code::ALL {
-        out.push_str(&format!("{:width$}  {:7}  {}\n", c.as_str(), c.severity().as_str(), c.summary()));
+        out.push_str(&format!("  {:width$}  {:14}  {}\n", c.as_str(), c.severity().as_str(), c.summary()));
+    }
+    out.push_str("\nRuntime codes: how an attempt failed, and why `--listen` refused an event:\n");
+    for c in RuntimeCode::ALL {
+        let kind = c.kind().describe().replace('`', "");
+        out.push_str(&format!("  {:width$}  {:14}  {}\n", c.as_str(), kind, c.summary()));
     }
     out
 }
@@ -47,10 +66,9 @@ fn list() -> String {
 /// What the user may have meant: the codes whose name after the dot is the word
 /// given (`retry_invalid`), or else the closest code by spelling.
 fn hint(name: &str) -> String {
-    let by_suffix: Vec<&str> =
-        Code::ALL.iter().map(|c| c.as_str()).filter(|c| c.split_once('.').is_some_and(|(_, s)| s == name)).collect();
+    let by_suffix: Vec<&str> = all_names().filter(|c| c.split_once('.').is_some_and(|(_, s)| s == name)).collect();
     match by_suffix.as_slice() {
-        [] => jadpo_check::suggest::closest(name, Code::ALL.iter().map(|c| c.as_str()))
+        [] => jadpo_check::suggest::closest(name, all_names())
             .map(|c| format!("; did you mean `{c}`?"))
             .unwrap_or_else(|| "; `jadpoc explain` lists every code".to_string()),
         [one] => format!("; did you mean `{one}`?"),

@@ -117,7 +117,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     let store: Arc<dyn Store> = match open_store(&args.db.db, Open::CreateIfMissing) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => Arc::from(s),
         Err(code) => return code,
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

@@ -4,7 +4,6 @@
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_runtime::clock::{Clock, SystemClock};
-use jadpo_runtime::store::Store;
 use jadpo_runtime::views;
 use std::process::ExitCode;
 
@@ -17,7 +16,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let store = match open_store(&args.db.db, Open::Existing) {
+    let store = match open_store(&args.db.db, Open::ReadOnly) {
         Ok(s) => s,
         Err(code) => return code,
     };

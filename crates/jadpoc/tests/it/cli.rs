@@ -169,9 +169,32 @@ fn explain_lists_every_code_and_finds_a_code_by_its_last_part() {
         let line = line.unwrap_or_else(|| panic!("`{code}` is listed: {text}"));
         assert!(line.ends_with(code.summary()), "{line}");
     }
+    for code in jadpo_runtime::codes::RuntimeCode::ALL {
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(code.as_str()));
+        let line = line.unwrap_or_else(|| panic!("`{}` is listed: {text}", code.as_str()));
+        assert!(line.ends_with(code.summary()), "{line}");
+    }
     let out = std::process::Command::new(common::JADPOC).args(["explain", "retry_invalid"]).output().expect("explain");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`subscriber.retry_invalid`"), "{}", stderr(&out));
+}
+
+#[test]
+fn explain_answers_for_the_runtimes_codes() {
+    let explain =
+        |code: &str| std::process::Command::new(common::JADPOC).args(["explain", code]).output().expect("explain");
+    let out = explain("transport.connect");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("# transport.connect (unavailable)\n"), "{}", stdout(&out));
+    // A member of a family is explained by the family's entry.
+    let out = explain("http.503");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("# http.NNN "), "{}", stdout(&out));
+    let out = explain("ingest.missing_field");
+    assert!(stdout(&out).starts_with("# ingest.missing_field (HTTP 422)"), "{}", stdout(&out));
+    let out = explain("connect");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("did you mean `transport.connect`?"), "{}", stderr(&out));
 }
 
 #[test]

@@ -12,4 +12,5 @@ mod http_server;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod store_cli;
 mod tidy;

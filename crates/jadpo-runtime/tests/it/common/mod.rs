@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a part of it
 
+pub mod fixture;
+
 use jadpo_check::program::Budget;
 use jadpo_runtime::rules::{self, breaker};
 use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Store};

@@ -1,0 +1,256 @@
+//! Breaker rows, one per connection, each change one conditional statement; the
+//! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
+
+use super::super::{BreakerAlert, BreakerSweep, BreakerView};
+use super::{StoreError, u32_of};
+use crate::rules::breaker::{self, BreakerRow};
+use crate::rules::{self, hold};
+use jadpo_check::program::BreakerState;
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, named_params};
+
+/// A breaker's columns (a macro so that the queries below can be `concat!`ed as
+/// constants).
+macro_rules! breaker_columns {
+    () => {
+        "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
+         probe_lease_until"
+    };
+}
+
+/// A breaker's row with no held count (a claim reads it per connection, and the
+/// count would cost a walk of the held deliveries).
+const BREAKER_ALONE: &str = concat!("SELECT ", breaker_columns!(), ", 0 AS held FROM jadpo_circuit_breakers");
+
+/// Every breaker's row with the count of deliveries held for it; a `WHERE` may follow.
+pub(super) const BREAKERS_WITH_HELD: &str = concat!(
+    "SELECT ",
+    breaker_columns!(),
+    ", (SELECT count(*) FROM jadpo_deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection) \
+     AS held FROM jadpo_circuit_breakers b"
+);
+
+/// Held deliveries whose connection has no breaker that is not closed: a release
+/// racing a hold can leave these behind, and the tick's sweep releases them.
+pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+     jadpo_circuit_breakers b WHERE b.connection = held_connection AND b.state <> 'closed')";
+
+/// A breaker's row read by column name, with its `held` count.
+pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
+    let state: String = r.get("state")?;
+    let state =
+        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    Ok(BreakerView {
+        connection: r.get("connection")?,
+        row: BreakerRow {
+            state,
+            failures_in_a_row: u32_of(r.get("failures_in_a_row")?),
+            opened_at_ms: r.get("opened_at")?,
+            pause_ms: u64::try_from(r.get::<_, i64>("pause_ms")?).unwrap_or(0),
+            alerts: u32_of(r.get("alerts")?),
+            alerted: r.get::<_, Option<i64>>("alerted_at")?.is_some(),
+            probe: r.get("probe_delivery")?,
+            probe_lease_until_ms: r.get("probe_lease_until")?,
+        },
+        held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
+    })
+}
+
+/// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
+pub(super) fn read_breakers(conn: &Connection, filter: &str) -> Result<Vec<BreakerView>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!("{BREAKERS_WITH_HELD} {filter} ORDER BY connection"))?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(breaker_of(r)?);
+    }
+    Ok(out)
+}
+
+/// A connection's breaker row, if it has one.
+pub(super) fn read_breaker(tx: &Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
+    let sql = format!("{BREAKER_ALONE} WHERE connection = ?1");
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query([connection])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(breaker_of(r)?.row)),
+        None => Ok(None),
+    }
+}
+
+/// Write a breaker's next row in one conditional statement: only if the row is
+/// still as it was read (`old`; `None` = no row yet), so that of processes
+/// sharing the store exactly one makes each change. Returns whether it did.
+pub(super) fn write_breaker(
+    tx: &Transaction<'_>,
+    connection: &str,
+    old: Option<&BreakerRow>,
+    next: &BreakerRow,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let pause_ms = rules::ms_i64(next.pause_ms);
+    let state = next.state.as_str();
+    // The next row's values, named once for both statements.
+    let mut values: Vec<(&str, &dyn ToSql)> = vec![
+        (":connection", &connection),
+        (":state", &state),
+        (":failures", &next.failures_in_a_row),
+        (":opened_at", &next.opened_at_ms),
+        (":pause_ms", &pause_ms),
+        (":alerts", &next.alerts),
+        (":alerted", &next.alerted),
+        (":probe", &next.probe),
+        (":probe_lease_until", &next.probe_lease_until_ms),
+        (":now", &now_ms),
+    ];
+    let n = match old {
+        None => tx
+            .prepare_cached(
+                "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
+                 pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at) \
+                 VALUES (:connection, :state, :failures, :opened_at, :pause_ms, :alerts, \
+                 CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now) \
+                 ON CONFLICT (connection) DO NOTHING",
+            )?
+            .execute(values.as_slice())?,
+        Some(old) => {
+            let old_state = old.state.as_str();
+            values.extend_from_slice(&[
+                (":old_state", &old_state as &dyn ToSql),
+                (":old_failures", &old.failures_in_a_row),
+                (":old_opened_at", &old.opened_at_ms),
+                (":old_probe", &old.probe),
+                (":old_alerts", &old.alerts),
+            ]);
+            tx.prepare_cached(
+                "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
+                 opened_at = :opened_at, pause_ms = :pause_ms, alerts = :alerts, \
+                 alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
+                 probe_delivery = :probe, probe_lease_until = :probe_lease_until, updated_at = :now \
+                 WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
+                 AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts",
+            )?
+            .execute(values.as_slice())?
+        }
+    };
+    Ok(n == 1)
+}
+
+/// Release one held delivery at `now_ms`, as it was read (held since
+/// `held_since_ms`, held `held_ms` before): pending, due at once, its time held
+/// counted by the core's rule. Returns whether the row was as read and changed.
+pub(super) fn release_one(
+    tx: &Transaction<'_>,
+    id: i64,
+    held_ms: i64,
+    held_since_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
+             held_since = NULL, held_connection = NULL \
+             WHERE id = :id AND state = 'held' AND held_ms = :held_ms AND held_since IS :held_since",
+        )?
+        .execute(named_params! {
+            ":id": id,
+            ":now": now_ms,
+            ":held_ms": held_ms,
+            ":held_since": held_since_ms,
+            ":held_ms_after": hold::held_ms_after_release(held_ms, held_since_ms, now_ms),
+        })?;
+    Ok(n == 1)
+}
+
+/// Release the held deliveries chosen by `filter` (a condition on held rows, its
+/// parameters in `args`), each by [`release_one`]. Returns how many.
+fn release_where(
+    tx: &Transaction<'_>,
+    filter: &str,
+    args: &[(&str, &dyn ToSql)],
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let sql = format!("SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE state = 'held' AND {filter}");
+    let held: Vec<(i64, i64, Option<i64>)> = tx
+        .prepare_cached(&sql)?
+        .query_map(args, |r| Ok((r.get("id")?, r.get("held_ms")?, r.get("held_since")?)))?
+        .collect::<Result<_, _>>()?;
+    let mut released = 0;
+    for (id, held_ms, since) in held {
+        if release_one(tx, id, held_ms, since, now_ms)? {
+            released += 1;
+        }
+    }
+    Ok(released)
+}
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
+pub(super) fn release_held(
+    tx: &Transaction<'_>,
+    connection: &str,
+    one: Option<i64>,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    release_where(
+        tx,
+        "held_connection = :connection AND (:one IS NULL OR id = :one)",
+        named_params! {":connection": connection, ":one": one},
+        now_ms,
+    )
+}
+
+/// How many deliveries an outage of `connection` holds at `now_ms`: those held,
+/// and those due that its open breaker holds at their claim.
+fn held_by_outage(tx: &Transaction<'_>, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
+    let n: i64 = tx
+        .prepare_cached(
+            "SELECT (SELECT count(*) FROM jadpo_deliveries WHERE state = 'held' AND held_connection = :c) + \
+             (SELECT count(*) FROM jadpo_deliveries WHERE state = 'pending' AND due_at <= :now AND connection = :c)",
+        )?
+        .query_row(named_params! {":c": connection, ":now": now_ms}, |r| r.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub(super) fn sweep(
+    conn: &mut Connection,
+    now_ms: i64,
+    lease_until: &dyn Fn(&str) -> i64,
+) -> Result<BreakerSweep, StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let released = release_where(&tx, HELD_WITHOUT_OPEN_BREAKER, &[], now_ms)?;
+    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
+    for view in read_breakers(&tx, "WHERE state <> 'closed'")? {
+        let BreakerView { connection, row, held } = view;
+        let mut row = row;
+        if breaker::alert_due(&row) {
+            let raised = breaker::alert_raised(&row);
+            if write_breaker(&tx, &connection, Some(&row), &raised, now_ms)? {
+                sweep.alerts.push(BreakerAlert {
+                    connection: connection.clone(),
+                    since_ms: row.opened_at_ms.unwrap_or(now_ms),
+                    held: held_by_outage(&tx, &connection, now_ms)?,
+                });
+                row = raised;
+            }
+        }
+        if held == 0 {
+            continue;
+        }
+        let longest: Option<(i64, String)> = tx
+            .prepare_cached(
+                "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
+                 AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
+            )?
+            .query_row([&connection], |r| Ok((r.get("id")?, r.get("subscriber")?)))
+            .optional()?;
+        let Some((id, subscriber)) = longest else { continue };
+        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
+            && write_breaker(&tx, &connection, Some(&row), &next, now_ms)?
+        {
+            release_held(&tx, &connection, Some(id), now_ms)?;
+            sweep.woken.push(id);
+        }
+    }
+    tx.commit()?;
+    Ok(sweep)
+}

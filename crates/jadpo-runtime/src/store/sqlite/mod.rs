@@ -1,0 +1,302 @@
+//! The SQLite store: WAL, versioned migrations, conditional claims, and waits and
+//! retries on a busy database so that no write is lost.
+//!
+//! By job: [`schema`] (tables, migrations, the check that a file is ours),
+//! [`busy`] (waiting on a lock; errors told apart), [`claims`], [`outcomes`]
+//! (emits, attempts' outcomes, operator retries), [`breakers`], [`reads`] (what
+//! the listing commands show) and [`schedules`].
+//!
+//! Every write runs in one `BEGIN IMMEDIATE` transaction, which SQLite serializes
+//! with every other writer on the file; each change to a shared row is still one
+//! statement conditional on the row being as it was read, so the same steps are
+//! correct where nothing serializes them (see ARCHITECTURE.md).
+
+mod breakers;
+mod busy;
+mod claims;
+mod outcomes;
+mod reads;
+mod schedules;
+mod schema;
+
+pub use schema::APPLICATION_ID;
+
+use super::{
+    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError,
+};
+use crate::rules::Failure;
+use jadpo_check::program::{DeliveryState, FailureKind};
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A store in one SQLite database file (or in memory).
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: String,
+    lock_wait: Duration,
+    /// The file's schema version: [`schema::VERSION`] once migrated; older only on
+    /// a read-only handle, which reads what that version has.
+    version: i64,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+fn open_error(path: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Open { path: path.to_string(), message: e.to_string() }
+}
+
+impl SqliteStore {
+    /// Open the store at `path` read-write, creating it if the file is missing or
+    /// empty and applying migrations. A file that is not a jadpo store is refused
+    /// untouched.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, OpenOptions::read_write())
+    }
+
+    /// Open the store at `path` as `options` say. Read-only opens an existing
+    /// store without writing to it (no migration, no journal change, no write
+    /// lock), so it works on a read-only file and beside a writer.
+    pub fn open_with(path: &Path, options: OpenOptions) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        if path.is_dir() {
+            return Err(open_error(&shown, "it is a directory"));
+        }
+        let flags = match options.access {
+            Access::ReadWrite => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&shown, e))?;
+        let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
+        match store.prepare(true, options.access) {
+            Ok(version) => store.version = version,
+            // A store in a folder we cannot write to: its write-ahead log's index
+            // cannot be made, and no writer can be changing it from here, so it
+            // is read as it is on disk.
+            Err(e) if options.access == Access::ReadOnly && busy::cannot_open(&e) => {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(|e| open_error(&store.path, e))?;
+                store.conn = Mutex::new(conn);
+                store.version = store.prepare(true, options.access)?;
+            }
+            Err(e) if busy::cannot_open(&e) && read_only_place(path) => {
+                return Err(StoreError::ReadOnly { path: store.path.clone() });
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(store)
+    }
+
+    /// An in-memory store (for the virtual-time runner and tests).
+    pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|e| open_error(":memory:", e))?;
+        let mut store = SqliteStore {
+            conn: Mutex::new(conn),
+            path: ":memory:".into(),
+            lock_wait: super::DEFAULT_LOCK_WAIT,
+            version: 0,
+        };
+        store.version = store.prepare(false, Access::ReadWrite)?;
+        Ok(store)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no half-done transaction behind
+        // (it rolls back on drop), so the connection is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Check the file is ours (or empty), then, read-write, set it up and migrate
+    /// it. Returns the schema version it has now.
+    fn prepare(&self, wal: bool, access: Access) -> Result<i64, StoreError> {
+        let path = self.path.clone();
+        let mut conn = self.lock();
+        conn.busy_timeout(busy::busy_timeout(self.lock_wait))?;
+        // A stable plan per statement: without it SQLite re-prepares a cached
+        // statement whenever a bound value (`now`, a state) changes, which was most
+        // of the cost of a claim.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // Read before writing anything: a foreign file must stay as it was.
+        let version = busy::with_retry(&mut conn, &path, self.lock_wait, |c| schema::check(c, &path))?;
+        if access == Access::ReadOnly {
+            return Ok(version);
+        }
+        let journal: String = busy::with_retry(&mut conn, &path, self.lock_wait, |c| {
+            Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?)
+        })?;
+        let wal_set = !wal || journal.eq_ignore_ascii_case("wal");
+        if version == schema::VERSION && wal_set {
+            // Nothing to change: no write lock is taken, so opening does not wait
+            // on another process's write.
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            return Ok(version);
+        }
+        busy::with_retry(&mut conn, &path, self.lock_wait, |c| {
+            if wal {
+                let mode: String = c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    return Err(open_error(&path, format!("cannot use write-ahead logging (journal mode `{mode}`)")));
+                }
+            }
+            // Every commit reaches the disk before it returns: an emitted event is kept.
+            c.pragma_update(None, "synchronous", "FULL")?;
+            schema::migrate(c, &path)
+        })?;
+        Ok(schema::VERSION)
+    }
+
+    /// Run `f` on the connection, waiting on a locked database (see
+    /// [`busy::with_retry`]).
+    fn with_retry<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        busy::with_retry(&mut conn, &self.path, self.lock_wait, f)
+    }
+
+    /// Whether the file has the reasons' columns (a read-only handle on an older
+    /// store reads them as missing).
+    fn has_reasons(&self) -> bool {
+        self.version >= schema::VERSION_WITH_REASONS
+    }
+}
+
+/// Whether the store's file or folder cannot be written to (opening a file for
+/// writing changes nothing in it).
+fn read_only_place(path: &Path) -> bool {
+    let file = std::fs::OpenOptions::new().write(true).open(path);
+    let folder_ro = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .and_then(|p| std::fs::metadata(p).ok())
+        .is_some_and(|m| m.permissions().readonly());
+    folder_ro
+        || file.is_err_and(|e| {
+            matches!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied)
+        })
+}
+
+/// `path` for a `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for ch in path.to_string_lossy().chars() {
+        match ch {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn state_of(s: &str) -> Result<DeliveryState, StoreError> {
+    DeliveryState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown state `{s}`")))
+}
+
+/// A failure from its columns (code, kind, reason), if the row has one.
+fn failure_of(
+    code: Option<String>,
+    kind: Option<String>,
+    reason: Option<String>,
+) -> Result<Option<Failure>, StoreError> {
+    match (code, kind) {
+        (Some(code), Some(kind)) => {
+            let kind = FailureKind::parse(&kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
+            Ok(Some(Failure { reason, ..Failure::new(code, kind) }))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn u32_of(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+impl Store for SqliteStore {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
+    }
+
+    fn claim(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide))
+    }
+
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| outcomes::record(conn, outcomes))
+    }
+
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_retry(reads::next_due_ms)
+    }
+
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        let reasons = self.has_reasons();
+        self.with_retry(|conn| reads::deliveries(conn, filter, reasons))
+    }
+
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        let reasons = self.has_reasons();
+        self.with_retry(|conn| reads::delivery(conn, id, reasons))
+    }
+
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.with_retry(|conn| outcomes::retry(conn, ids, now_ms))
+    }
+
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.with_retry(|conn| reads::status(conn, now_ms))
+    }
+
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.with_retry(|conn| schedules::sync(conn, schedules, now_ms))
+    }
+
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.with_retry(|conn| schedules::claim(conn, schedules, now_ms))
+    }
+
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError> {
+        self.with_retry(|conn| schedules::record(conn, name, run, ended_at_ms, failure))
+    }
+
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_retry(schedules::next_due_ms)
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.with_retry(reads::breakers)
+    }
+
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
+        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until))
+    }
+
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests;

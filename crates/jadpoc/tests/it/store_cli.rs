@@ -1,0 +1,118 @@
+//! The store through the `jadpoc` binary: many processes creating one store at
+//! once, and the listing commands on a store they can only read.
+
+use crate::common;
+
+use common::Env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn program(dir: &Path) -> PathBuf {
+    let path = dir.join("p.jadpo");
+    let text = r#"event Paid {
+    id: string
+}
+
+connection c {
+    url: "http://127.0.0.1:9/x"
+}
+
+action record(id: string) {
+    via: c
+}
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+}
+"#;
+    std::fs::write(&path, text).expect("write program");
+    path
+}
+
+#[test]
+fn store_ten_emits_on_a_store_that_does_not_exist_yet_all_succeed() {
+    let e = Env::new("new/outbox.db", program);
+    let children: Vec<_> = (0..10)
+        .map(|i| {
+            e.cmd(&["emit", e.prog(), "Paid", &format!(r#"{{"id": "p{i}"}}"#), "--db", e.db()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start jadpoc emit")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(e.deliveries().len(), 10);
+}
+
+/// Whether this test runs as root, who ignores permissions: the folder is then
+/// made read-only by mounting a filesystem and remounting it read-only.
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n")
+}
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0]).args(&args[1..]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+#[test]
+fn store_listings_work_on_a_read_only_store_and_emit_says_read_only() {
+    let e = Env::new("ro/outbox.db", program);
+    let folder = e.dir.join("ro");
+    std::fs::create_dir_all(&folder).expect("folder");
+    let folder_s = folder.to_str().expect("utf-8").to_string();
+    let root = is_root();
+    if root && !sh(&["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", &folder_s]) {
+        eprintln!("skipped: cannot mount a filesystem to make read-only here");
+        return;
+    }
+    struct Restore(String, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if self.1 {
+                let _ = Command::new("umount").arg(&self.0).status();
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+            }
+        }
+    }
+    let _restore = Restore(folder_s.clone(), root);
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p1"}"#, "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    if root {
+        assert!(sh(&["mount", "-o", "remount,ro", &folder_s]), "remount read-only");
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    }
+    assert_eq!(e.deliveries().len(), 1);
+    assert_eq!(e.status()["states"]["pending"], 1);
+    let out = e.jadpoc(&["breakers", "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p2"}"#, "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is read-only; no change was made"), "{err}");
+}
+
+#[test]
+fn store_listings_work_beside_a_writer_holding_the_lock() {
+    let e = Env::new("outbox.db", program);
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p1"}"#, "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let locker = rusqlite::Connection::open(&e.db).expect("open");
+    locker.execute_batch("BEGIN IMMEDIATE; INSERT INTO jadpo_handled VALUES (-1, 0);").expect("lock");
+    // Each would wait a minute for the lock if it took one.
+    let started = std::time::Instant::now();
+    assert_eq!(e.deliveries().len(), 1);
+    assert_eq!(e.status()["states"]["pending"], 1);
+    let out = e.jadpoc(&["breakers", "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "the listings waited on the lock");
+    locker.execute_batch("ROLLBACK").expect("unlock");
+}
