@@ -198,9 +198,11 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
 fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
     let e = env(&refused_url(), "", "");
     e.emit_paid(1);
-    let (list, _) =
+    let (list, log) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
     assert_eq!(failure(&list[0]), ("unavailable", "transport.refused"));
+    // The reason is the system's own words, in the log.
+    assert!(log.to_lowercase().contains("connection refused"), "{log}");
     assert_eq!(e.history(&list[0])[0]["http_status"], Value::Null);
 }
 
