@@ -7,6 +7,13 @@
 //! within one attempt as the connection's `retry:` allows, and holds at most
 //! `max_in_flight:` sends in flight, so one slow provider cannot take every worker.
 //! Redirects are never followed: a 3xx is an answer like any other.
+//!
+//! Each failure to send is named (`transport.dns`, `transport.refused`,
+//! `transport.connect_timeout`, `transport.tls`, `transport.no_answer`) with the
+//! underlying error's text as its reason. A connection with a `tls:` block gets a
+//! client of its own ([`tls`]). The connector under the client ([`track`]) tells a
+//! call the provider never read, because it closed the pooled connection while
+//! idle, from one it may have; the first is sent once more on a fresh connection.
 
 mod tls;
 mod track;
@@ -519,7 +526,8 @@ pub(crate) fn deepest_text(e: &(dyn std::error::Error + 'static)) -> String {
         last = next;
     }
     let text = last.to_string();
-    // An io::Error wrapping a rustls error says the same twice; one is enough.
+    // A reason is a few words for a log line: an error's text is cut at 200
+    // characters.
     text.chars().take(200).collect()
 }
 

@@ -178,8 +178,8 @@ impl Connection for WatchedStream {
 
 impl Read for WatchedStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, mut buf: ReadBufCursor<'_>) -> Poll<io::Result<()>> {
-        // How much the read filled is seen through a second cursor-free read of the
-        // inner stream into a local buffer, then copied out.
+        // hyper's cursor does not say how much a read filled, so the inner stream
+        // reads into a local buffer, counted, then copied into the cursor.
         let mut local = [MaybeUninit::<u8>::uninit(); 8192];
         let want = buf.remaining().min(local.len());
         let mut rb = hyper::rt::ReadBuf::uninit(&mut local[..want]);
