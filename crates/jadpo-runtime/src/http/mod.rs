@@ -11,7 +11,7 @@
 //! Each failure to send is named (`transport.dns`, `transport.refused`,
 //! `transport.connect_timeout`, `transport.tls`, `transport.no_answer`) with the
 //! underlying error's text as its reason. A connection with a `tls:` block gets a
-//! client of its own ([`tls`]). The connector under the client ([`track`]) tells a
+//! client of its own (`tls.rs`). The connector under the client (`track.rs`) tells a
 //! call the provider never read, because it closed the pooled connection while
 //! idle, from one it may have; the first is sent once more on a fresh connection.
 
