@@ -223,7 +223,7 @@ fn post(addr: &str, path: &str, body: &[u8]) -> (u16, Value) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).expect("write");
