@@ -18,7 +18,8 @@ pub fn delivery_json(d: &DeliveryView) -> Value {
         "attempts": d.attempts,
         "due_at": d.due_at_ms.map(rfc3339),
         "held_since": d.held_since_ms.map(rfc3339),
-        "last_failure": d.last_failure.as_ref().map(|f| json!({"code": f.code, "kind": f.kind.as_str()})),
+        "last_failure": d.last_failure.as_ref().map(|f| json!({"code": f.code, "kind": f.kind.as_str(), "reason": f.reason})),
+        "end_reason": d.end_reason,
         "lease_until": d.lease_until_ms.map(rfc3339),
         "budget_start": rfc3339(d.budget_start_ms),
         "held_ms": d.held_ms,
@@ -36,6 +37,7 @@ pub fn attempt_json(a: &AttemptView) -> Value {
         "code": a.code,
         "kind": a.kind,
         "http_status": a.http_status,
+        "reason": a.reason,
     })
 }
 
@@ -111,7 +113,14 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
         out.push_str(&format!("  held since  {}\n", rfc3339(h)));
     }
     if let Some(f) = &d.last_failure {
-        out.push_str(&format!("  last failure {} ({})\n", f.kind.as_str(), f.code));
+        out.push_str(&format!("  last failure {} ({})", f.kind.as_str(), f.code));
+        if let Some(r) = &f.reason {
+            out.push_str(&format!(": {r}"));
+        }
+        out.push('\n');
+    }
+    if let Some(why) = &d.end_reason {
+        out.push_str(&format!("  ended       {why}\n"));
     }
     out.push_str("  history\n");
     if history.is_empty() {
@@ -124,6 +133,9 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
         }
         if let Some(s) = a.http_status {
             out.push_str(&format!(" http {s}"));
+        }
+        if let Some(r) = &a.reason {
+            out.push_str(&format!(": {r}"));
         }
         out.push('\n');
     }
@@ -182,4 +194,52 @@ pub fn breaker_line(b: &BreakerView) -> String {
         line.push_str(&format!("  opened {}  pause {}", rfc3339(opened), jadpo_check::format_duration(r.pause_ms)));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Failure;
+    use jadpo_check::program::{DeliveryState, FailureKind};
+
+    #[test]
+    fn a_delivery_shows_why_it_ended_and_each_failures_reason() {
+        let d = DeliveryView {
+            id: 7,
+            event_id: 3,
+            event: "Paid".into(),
+            subscriber: "book".into(),
+            connection: "c".into(),
+            state: DeliveryState::Failed,
+            attempts: 1,
+            due_at_ms: None,
+            lease_until_ms: None,
+            held_since_ms: None,
+            held_ms: 0,
+            budget_start_ms: 0,
+            created_at_ms: 0,
+            last_failure: Some(
+                Failure::new("transport.connect", FailureKind::Unavailable).with_reason("connection refused"),
+            ),
+            end_reason: Some("attempts_used".into()),
+        };
+        let a = AttemptView {
+            attempt: 1,
+            started_at_ms: 0,
+            duration_ms: 2,
+            outcome: "failed".into(),
+            code: Some("transport.connect".into()),
+            kind: Some("unavailable".into()),
+            http_status: None,
+            reason: Some("connection refused".into()),
+        };
+        let text = delivery_text(&d, std::slice::from_ref(&a));
+        assert!(text.contains("  last failure unavailable (transport.connect): connection refused\n"), "{text}");
+        assert!(text.contains("  ended       attempts_used\n"), "{text}");
+        assert!(text.contains("failed unavailable (transport.connect): connection refused\n"), "{text}");
+        let json = delivery_with_history_json(&d, &[a]);
+        assert_eq!(json["end_reason"], "attempts_used");
+        assert_eq!(json["last_failure"]["reason"], "connection refused");
+        assert_eq!(json["history"][0]["reason"], "connection refused");
+    }
 }

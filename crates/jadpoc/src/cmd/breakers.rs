@@ -15,7 +15,7 @@ pub struct BreakersArgs {
 }
 
 pub fn run(args: BreakersArgs) -> ExitCode {
-    let store = match open_store(&args.db.db, Open::ReadOnly) {
+    let store = match open_store(&args.db, Open::ReadOnly) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -52,7 +52,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
     // Listings only read; a retry changes rows.
     let how =
         if matches!(args.command, Some(DeliveriesCommand::Retry { .. })) { Open::Existing } else { Open::ReadOnly };
-    let store = match open_store(&args.db.db, how) {
+    let store = match open_store(&args.db, how) {
         Ok(s) => s,
         Err(code) => return code,
     };

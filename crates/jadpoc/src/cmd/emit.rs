@@ -73,7 +73,7 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
             return ExitCode::from(1);
         }
     };
-    let store = match open_store(&args.db.db, Open::CreateIfMissing) {
+    let store = match open_store(&args.db, Open::CreateIfMissing) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -119,7 +119,7 @@ fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) ->
             }
         }
     };
-    let store = match open_store(&args.db.db, Open::CreateIfMissing) {
+    let store = match open_store(&args.db, Open::CreateIfMissing) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -116,7 +116,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store: Arc<dyn Store> = match open_store(&args.db.db, Open::CreateIfMissing) {
+    let store: Arc<dyn Store> = match open_store(&args.db, Open::CreateIfMissing) {
         Ok(s) => Arc::from(s),
         Err(code) => return code,
     };
@@ -158,7 +158,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             "jadpoc: running {} and {} on `{}` with {} (stop with ctrl-c)",
             plural(program.subscribers.len() as u64, "subscriber"),
             plural(program.schedules.len() as u64, "schedule"),
-            args.db.db.display(),
+            crate::store::shown(&args.db.location()),
             plural(u64::from(args.workers), "worker"),
         );
         tokio::spawn(async move {

@@ -16,7 +16,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let store = match open_store(&args.db.db, Open::ReadOnly) {
+    let store = match open_store(&args.db, Open::ReadOnly) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -255,3 +255,54 @@ fn deliveries_filter_by_state_and_subscriber() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("failed") && text.contains("mail"), "{text}");
 }
+
+#[test]
+fn deliveries_show_says_why_a_delivery_ended_and_each_attempts_reason() {
+    // One attempt, on a port where nothing listens: the attempt fails
+    // `transport.connect`, and the delivery ends with its attempts used.
+    let e = Env::new("outbox.db", |dir| {
+        let path = dir.join("one.jadpo");
+        std::fs::write(
+            &path,
+            "event Paid { id: string }\n\
+             connection c { url: \"http://127.0.0.1:9/x\" }\n\
+             action record(id: string) { via: c }\n\
+             subscriber book { on: Paid  run: record(event.id)  retry: { attempts: 1 } }\n",
+        )
+        .expect("write program");
+        path
+    });
+    e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "a"}"#, "--db", e.db()]);
+    let (list, _) = e.run_until_with(&[], &[], |list| list.iter().all(|d| common::state(d) == "failed"));
+    let id = list[0]["id"].as_i64().expect("id");
+    let shown = e.show(id);
+    assert_eq!(shown["end_reason"], "attempts_used", "{shown:#}");
+    let attempt = &shown["history"][0];
+    assert_eq!(attempt["code"], "transport.connect", "{shown:#}");
+    // The driver's reason, when it gives one (`null` otherwise), per attempt and
+    // on the last failure; the text shows it after the code (views' unit test).
+    assert!(attempt.get("reason").is_some_and(|r| r.is_null() || r.is_string()), "{shown:#}");
+    assert!(shown["last_failure"].get("reason").is_some(), "{shown:#}");
+    let out = e.jadpoc(&["deliveries", "show", &id.to_string(), "--db", e.db()]);
+    let text = stdout(&out);
+    assert!(text.contains("ended       attempts_used"), "{text}");
+}
+
+#[test]
+fn the_store_is_taken_from_jadpo_database_url_when_db_is_not_given() {
+    let e = env();
+    let from_env = e.dir.join("from-env/outbox.db");
+    let from_env = from_env.to_str().expect("utf-8 path");
+    let out = e.cmd(&["emit", e.prog(), "Refunded", r#"{"id": "r1"}"#]).env("JADPO_DATABASE_URL", from_env).output();
+    let out = out.expect("emit");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(Path::new(from_env).exists(), "the store is where the variable says");
+    assert!(!e.dir.join(".jadpo").exists(), "and not at the default path");
+    let out = e.cmd(&["deliveries", "--format", "json"]).env("JADPO_DATABASE_URL", from_env).output().expect("list");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    // `--db` wins over the variable.
+    let out = e.cmd(&["status", "--db", e.db()]).env("JADPO_DATABASE_URL", from_env).output().expect("status");
+    assert_eq!(out.status.code(), Some(2), "no store at --db yet");
+    assert!(stderr(&out).contains(e.db()), "{}", stderr(&out));
+}
