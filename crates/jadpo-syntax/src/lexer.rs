@@ -118,6 +118,28 @@ fn string(lex: &mut logos::Lexer<Raw>) -> bool {
     false
 }
 
+/// Whether the next token of `rest` is `.`, past whitespace and comments (which are
+/// trivia here as everywhere: `event /* the payment */ .id` is a path).
+fn dot_follows(rest: &str) -> bool {
+    let mut rest = rest;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("//") {
+            match after.find('\n') {
+                Some(i) => rest = &after[i..],
+                None => return false,
+            }
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            match after.find("*/") {
+                Some(i) => rest = &after[i + 2..],
+                None => return false,
+            }
+        } else {
+            return rest.starts_with('.');
+        }
+    }
+}
+
 /// A token with its value, as the parser sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tok<'a> {
@@ -322,7 +344,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Raw::Number => self.number(text, span),
                 Raw::Ident => Tok::Ident(text),
                 Raw::Event => {
-                    if self.inner.remainder().trim_start().starts_with('.') {
+                    if dot_follows(self.inner.remainder()) {
                         Tok::EventRef
                     } else {
                         Tok::Event

@@ -134,9 +134,7 @@ fn gap() -> impl Strategy<Value = String> {
 }
 
 /// A program's tokens, with `~` between any two that may be separated by trivia,
-/// `|` where a comma or trivia separates entries, and `^` where only whitespace may
-/// (`event` is the head of a path only when a `.` follows it directly or after
-/// spaces).
+/// and `|` where a comma or trivia separates entries.
 fn program_tokens(subscribers: usize, wide: bool) -> String {
     let mut t = String::new();
     t.push_str("event~E~{~id~:~string|n~:~int?|}~");
@@ -147,9 +145,9 @@ fn program_tokens(subscribers: usize, wide: bool) -> String {
         let arg = if wide {
             r#""a long literal argument that makes the call too wide for one line of the file""#
         } else {
-            "event^.~id"
+            "event~.~id"
         };
-        t.push_str(&format!("subscriber~s{i}~{{~on~:~E|run~:~a~(~{arg}~,~event^.~n~)|"));
+        t.push_str(&format!("subscriber~s{i}~{{~on~:~E|run~:~a~(~{arg}~,~event~.~n~)|"));
         t.push_str(&format!("retry~:~{{~attempts~:~{}|within~:~1h30m|}}|}}~", i + 2));
     }
     t.push_str("test~\"t\"~{~fake~c~:~[~unavailable~*~3~,~rate_limited~(~2m~)~,~ok~]~");
@@ -161,7 +159,7 @@ fn program() -> impl Strategy<Value = String> {
     (1..4usize, any::<bool>())
         .prop_flat_map(|(n, wide)| {
             let tokens = program_tokens(n, wide);
-            let gaps = tokens.matches(['~', '|', '^']).count();
+            let gaps = tokens.matches(['~', '|']).count();
             (Just(tokens), prop::collection::vec((gap(), any::<bool>()), gaps))
         })
         .prop_map(|(tokens, gaps)| {
@@ -169,12 +167,12 @@ fn program() -> impl Strategy<Value = String> {
             let mut gaps = gaps.into_iter();
             for c in tokens.chars() {
                 match c {
-                    '~' | '|' | '^' => {
+                    '~' | '|' => {
                         let (gap, comma) = gaps.next().unwrap_or((" ".into(), false));
                         if c == '|' && comma {
                             out.push(',');
                         }
-                        out.push_str(if c == '^' { " " } else { &gap });
+                        out.push_str(&gap);
                     }
                     c => out.push(c),
                 }

@@ -151,3 +151,21 @@ fn a_keyword_as_a_declaration_name_is_one_error_that_says_so() {
         assert_eq!(p.file.decls[0].name.text, keyword);
     }
 }
+
+#[test]
+fn comments_between_event_and_its_dot_are_trivia_too() {
+    for src in [
+        "subscriber s { on: E run: f(event /* the id */ .id) }",
+        "subscriber s { on: E run: f(event // the id\n  .id) }",
+        "subscriber s { on: E run: f(event\n /* a */ /* b */\n .id) }",
+    ] {
+        let p = parse(src);
+        assert!(p.errors.is_empty(), "{src}: {:?}", p.errors);
+        let Body::Block { block, .. } = &p.file.decls[0].body else { panic!("{src}") };
+        let ValueKind::Call { args, .. } = &block.entries[1].value.kind else { panic!("{src}") };
+        let segments: Vec<_> = args[0].kind.segments().unwrap_or_default().iter().map(|n| n.text).collect();
+        assert_eq!(segments, ["event", "id"], "{src}");
+    }
+    // A comment that never ends is not a path's dot.
+    assert!(!parse("subscriber s { on: E run: f(event /* .id) }").errors.is_empty());
+}
