@@ -122,13 +122,13 @@ impl SymbolIndex {
 
     /// Sorts what place lookups search; the checker calls this once at the end.
     pub(crate) fn finish(&mut self) {
-        self.refs.sort_by_key(|r| (r.file, r.span.start, r.span.end));
-        let mut order: Vec<DefId> = (0..self.defs.len() as u32).map(DefId).collect();
-        order.sort_by_key(|&id| {
-            let d = &self.defs[id.0 as usize];
-            (d.file, d.name_span.start, d.name_span.end)
-        });
-        self.defs_by_place = order;
+        // No two references share a place, so an unstable sort orders them fully.
+        self.refs.sort_unstable_by_key(|r| (r.file, r.span.start, r.span.end));
+        // Sorting the keys beside the ids keeps the sort from chasing each id.
+        let mut order: Vec<(usize, u32, u32)> =
+            self.defs.iter().enumerate().map(|(i, d)| (d.file, d.name_span.start, i as u32)).collect();
+        order.sort_unstable();
+        self.defs_by_place = order.into_iter().map(|(_, _, i)| DefId(i)).collect();
     }
 
     /// Every definition, in the checker's order (declarations in file order, then

@@ -19,17 +19,57 @@
 use crate::rules::breaker::{self, BreakerRow, Signal};
 use crate::rules::{ClaimDecision, Outcome};
 use jadpo_check::program::{BreakerState, Program};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 #[derive(Debug, Default)]
 struct Connection {
-    /// Outcomes concluded and not yet recorded: `(delivery, outcome, at)`.
-    unrecorded: Vec<(i64, Outcome, i64)>,
+    /// Outcomes concluded and not yet recorded, in the order concluded:
+    /// `(delivery, outcome, at)`. Mostly recorded in that order too, so removal
+    /// finds them near the front.
+    unrecorded: VecDeque<(i64, Outcome, i64)>,
+    /// Counts removals from `unrecorded`, after which a view is folded afresh.
+    removals: u64,
+    /// The last view folded: from which store row, at which count of removals,
+    /// over how many outcomes.
+    folded: Option<Folded>,
     /// Attempts claimed and not yet concluded.
     in_flight: usize,
     /// It answered in this process, and has not failed since.
     answering: bool,
+}
+
+/// A view folded from a store row over the first `over` unrecorded outcomes.
+#[derive(Debug)]
+struct Folded {
+    from: BreakerRow,
+    removals: u64,
+    over: usize,
+    view: BreakerRow,
+}
+
+impl Connection {
+    /// The store's `row` moved on by the outcomes not yet recorded. A claim asks
+    /// once per delivery with the same row while outcomes keep arriving, so the
+    /// last fold is carried on over the new outcomes only, until the row changes
+    /// or an outcome is recorded.
+    fn view(&mut self, row: &BreakerRow) -> BreakerRow {
+        if self.unrecorded.is_empty() {
+            return row.clone();
+        }
+        let (start, mut view) = match &self.folded {
+            Some(f) if f.from == *row && f.removals == self.removals && f.over <= self.unrecorded.len() => {
+                (f.over, f.view.clone())
+            }
+            _ => (0, row.clone()),
+        };
+        for (delivery, outcome, at) in self.unrecorded.iter().skip(start) {
+            view = breaker::after_attempt(&view, *delivery, outcome, *at).0;
+        }
+        let over = self.unrecorded.len();
+        self.folded = Some(Folded { from: row.clone(), removals: self.removals, over, view: view.clone() });
+        view
+    }
 }
 
 /// What the view makes of a delivery the store's breaker would run.
@@ -65,9 +105,8 @@ impl BreakerView {
     /// The breaker of `connection` as this process knows it: the store's `row`
     /// moved on by the outcomes not yet recorded.
     pub fn row(&self, connection: &str, row: &BreakerRow) -> BreakerRow {
-        let map = self.lock();
-        match map.get(connection) {
-            Some(c) => fold(row, &c.unrecorded),
+        match self.lock().get_mut(connection) {
+            Some(c) => c.view(row),
             None => row.clone(),
         }
     }
@@ -84,7 +123,7 @@ impl BreakerView {
         let mut map = self.lock();
         // A connection nothing is known of in this process has not answered yet.
         let c = map.entry(connection.to_string()).or_default();
-        let view = fold(row, &c.unrecorded);
+        let view = c.view(row);
         if view.state != BreakerState::Closed {
             return Gate::Hold;
         }
@@ -123,7 +162,7 @@ impl BreakerView {
             Signal::Unavailable => c.answering = false,
             Signal::Neutral => {}
         }
-        c.unrecorded.push((delivery, outcome.clone(), now_ms));
+        c.unrecorded.push_back((delivery, outcome.clone(), now_ms));
         was_full
     }
 
@@ -135,12 +174,46 @@ impl BreakerView {
             && let Some(i) = c.unrecorded.iter().position(|(d, _, _)| *d == delivery)
         {
             c.unrecorded.remove(i);
+            c.removals += 1;
         }
     }
 }
 
-fn fold(row: &BreakerRow, unrecorded: &[(i64, Outcome, i64)]) -> BreakerRow {
-    unrecorded
-        .iter()
-        .fold(row.clone(), |row, (delivery, outcome, at)| breaker::after_attempt(&row, *delivery, outcome, *at).0)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jadpo_check::program::FailureKind;
+
+    fn down() -> Outcome {
+        Outcome::fail(FailureKind::Unavailable, "http.503")
+    }
+
+    /// The view carried on over new outcomes is the view folded afresh, and a
+    /// recorded outcome leaves it (the store's row speaks for it).
+    #[test]
+    fn the_view_moves_with_each_outcome_and_leaves_recorded_ones_to_the_store() {
+        let mut c = Connection::default();
+        let closed = BreakerRow::default();
+        for d in 1..=4 {
+            c.unrecorded.push_back((d, down(), 10 * d));
+            assert_eq!(c.view(&closed).failures_in_a_row, d as u32);
+            assert_eq!(c.view(&closed).state, BreakerState::Closed);
+        }
+        c.unrecorded.push_back((5, down(), 50));
+        let open = c.view(&closed);
+        assert_eq!(open.state, BreakerState::Open);
+        assert_eq!(open.opened_at_ms, Some(50));
+        // All five recorded: the store's row now says open, and the view is it.
+        for d in 1..=5 {
+            let i = c.unrecorded.iter().position(|(x, _, _)| *x == d).expect("there");
+            c.unrecorded.remove(i);
+            c.removals += 1;
+        }
+        assert_eq!(c.view(&open), open);
+        // A success not yet recorded closes the view of a breaker the store still
+        // has open only when the store's row would close too: a non-probe answer
+        // closes it.
+        c.unrecorded.push_back((6, Outcome::ok(), 60));
+        assert_eq!(c.view(&open).state, BreakerState::Closed);
+    }
 }

@@ -1,7 +1,7 @@
 //! The registry of runtime codes: each code once, with its kind, a one-line summary
 //! and its documentation.
 //!
-//! Two sorts of code live here. An attempt's failure code (`transport.connect`,
+//! Two sorts of code live here. An attempt's failure code (`transport.refused`,
 //! `http.503`, `fake.unavailable`, `runtime.no_driver`, ...) is what a record,
 //! `jadpoc deliveries` and the log keep of how an attempt failed. An ingest code
 //! (`ingest.missing_field`) names why `--listen` refused an event; its answer's
@@ -51,7 +51,7 @@ macro_rules! runtime_codes {
             /// Every code, in the order of the reference.
             pub const ALL: &'static [RuntimeCode] = &[$(RuntimeCode::$variant,)*];
 
-            /// The code's name, such as `transport.connect` (`http.NNN` for a
+            /// The code's name, such as `transport.refused` (`http.NNN` for a
             /// family).
             pub const fn as_str(self) -> &'static str {
                 match self { $(RuntimeCode::$variant => $code,)* }
@@ -85,15 +85,27 @@ runtime_codes! {
     LeaseExpired = "lease_expired", Failure(LeaseExpired),
         "the worker running the attempt was lost; a later claim took the delivery back",
         "The process running the attempt stopped (a crash, a kill, a stop whose grace period ran out) and the attempt's lease (its `timeout:` plus 30s) ended. The attempt counts; the delivery is retried while the budget lasts. Whether the call reached the provider is unknown, which is why calls carry an `Idempotency-Key`.";
-    TransportConnect = "transport.connect", Failure(Unavailable),
-        "the request never left: refused, DNS, TLS, or no connection within `timeout:`",
-        "No connection to the provider could be had: the address refused it, the name did not resolve, the TLS handshake failed, or none came within the connection's `timeout:`. The provider surely did nothing, so it is retried, and counts toward the connection's breaker.";
+    TransportDns = "transport.dns", Failure(Unavailable),
+        "the request never left: the provider's host name did not resolve",
+        "The connection's host name could not be resolved (the reason gives the resolver's words). The provider surely did nothing, so it is retried, and counts toward the connection's breaker. Check the `url:` and the machine's DNS.";
+    TransportRefused = "transport.refused", Failure(Unavailable),
+        "the request never left: the connection was refused or the host could not be reached",
+        "Nothing accepted the connection (nothing listens on that port, a firewall refused it, the network is unreachable), or the provider had closed the connection before reading the request. The provider surely did nothing, so it is retried, and counts toward the connection's breaker.";
+    TransportConnectTimeout = "transport.connect_timeout", Failure(Unavailable),
+        "the request never left: no connection within the connection's `timeout:`",
+        "No connection to the provider was made within the connection's `timeout:` (the host does not answer, or its accept queue is full). The provider surely did nothing, so it is retried, and counts toward the connection's breaker.";
+    TransportTls = "transport.tls", Failure(Unavailable),
+        "the request never left: the TLS handshake failed",
+        "The TLS handshake failed: the provider's certificate is not trusted (add its CA with the connection's `tls: { ca: ... }`), its name does not match, the provider refused the client certificate (in TLS 1.3 this refusal comes after the client's side of the handshake, still before any request is taken), or no protocol was common. The provider did nothing, so it is retried, and counts toward the connection's breaker; the reason gives the TLS library's words.";
     TransportNoAnswer = "transport.no_answer", Varies,
-        "the request was sent and no answer came (a timeout or a reset)",
-        "The request went out and no answer came within the connection's `timeout:`, or the connection was reset. The provider may have acted: for an action that is not `idempotent: true` the kind is `outcome_unknown` and the delivery is `parked` until an operator retries it; for an idempotent one it is `unavailable` and retried.";
+        "the request was sent and no answer came (a timeout, a reset or a close)",
+        "The request went out and no answer came within the connection's `timeout:`, or the connection was reset or closed before any answer (a provider that closed an idle connection before reading the request is told apart: that call is sent again on a fresh connection). The provider may have acted: for an action that is not `idempotent: true` the kind is `outcome_unknown` and the delivery is `parked` until an operator retries it; for an idempotent one it is `unavailable` and retried.";
     HttpStatus = "http.NNN", Varies,
         "the provider answered with HTTP status NNN (mapped as the answer table says)",
         "The provider answered with that status and no `failure` body: 429 is `rate_limited`; 408 and 5xx are `unavailable`; 404 `not_found`; 409 `conflict`; any other 4xx, and any 3xx (redirects are never followed), `rejected`.";
+    HttpInvalidAnswer = "http.invalid_answer", Failure(InternalFault),
+        "the provider's answer is not HTTP, or its body was cut short",
+        "The provider answered something that is not HTTP, or an answer whose body ended before its `Content-Length` or its last chunk (a `200` too: a cut body may have held a `failure` that wins over the status). A defect of the provider, not retried: the delivery is `failed`; retry it with `jadpoc deliveries retry` once the provider is fixed.";
     HttpDriverClosed = "http.driver_closed", Failure(InternalFault),
         "the HTTP driver was shut down while a call waited for it",
         "The connection's driver stopped taking calls (the run was ending). A defect if seen outside a stop: the delivery is `failed`; retry it with `jadpoc deliveries retry`.";
@@ -134,23 +146,29 @@ runtime_codes! {
         "events are taken by `POST` only",
         "The request used another method than `POST`.";
     IngestLengthRequired = "ingest.length_required", Ingest(411),
-        "the body came without a `Content-Length` (chunked)",
-        "Send the body with a `Content-Length` header; chunked bodies are not taken.";
+        "the request has neither a `Content-Length` nor `Transfer-Encoding: chunked`",
+        "Send the body with a `Content-Length` header or chunked.";
     IngestTooLarge = "ingest.too_large", Ingest(413),
         "the body is over 1 MiB",
         "An event's payload is at most 1 MiB.";
     IngestHeadTooLarge = "ingest.head_too_large", Ingest(431),
-        "the request's head is over 16 KiB",
-        "The request line and headers together are at most 16 KiB.";
+        "the request's head is over 16 KiB or 100 headers",
+        "The request line and headers together are at most 16 KiB, and at most 100 headers. The HTTP server answers this itself, with no body.";
     IngestBadRequest = "ingest.bad_request", Ingest(400),
-        "the request is not HTTP/1.1 as expected, or ended early",
-        "The request could not be read: a malformed head, a `Content-Length` that is not a length, or a connection closed before the body's end.";
-    IngestTimeout = "ingest.timeout", Ingest(400),
-        "the request or its body did not arrive within 10 seconds",
-        "Each read of the request waits at most 10 seconds.";
+        "the request is not HTTP/1.1 as expected, or its body could not be read",
+        "A head that is not HTTP, a `Content-Length` that is not a length, two different `Content-Length`s (the HTTP server answers these itself, with no body), or a body whose chunks are malformed.";
+    IngestUnsupportedMediaType = "ingest.unsupported_media_type", Ingest(415),
+        "the body's `Content-Type` is not JSON",
+        "A `Content-Type`, when given, must be `application/json` or `application/*+json` (parameters such as `charset` are fine). Leave it out, or send JSON with it.";
+    IngestTimeout = "ingest.timeout", Ingest(408),
+        "the body did not arrive within 10 seconds of the request's head",
+        "A client has 10 seconds to send a request's head (else the connection is closed) and 10 more for its body (else this answer).";
     IngestStoreUnavailable = "ingest.store_unavailable", Ingest(503),
         "the event could not be stored; nothing was stored",
         "The store refused the write (locked past its wait, full, or failing). Nothing was stored: send the event again.";
+    IngestStopping = "ingest.stopping", Ingest(503),
+        "the run is stopping and took no more events",
+        "`jadpoc run` was stopping (SIGINT or SIGTERM) when the event arrived. It was not stored: send it again to a running process.";
     IngestUnknownEvent = "ingest.unknown_event", Ingest(404),
         "the program declares no event of that name",
         "The `NAME` of `/events/NAME` is not a declared event; the message suggests the closest one.";
@@ -210,7 +228,7 @@ pub fn fake_code(kind: FailureKind) -> String {
     format!("fake.{kind}")
 }
 
-/// The registry's entry for `name`: a code's name (`transport.connect`,
+/// The registry's entry for `name`: a code's name (`transport.refused`,
 /// `ingest.missing_field`), a member of a family (`http.503`, `fake.unavailable`),
 /// or the family's own name (`http.NNN`).
 pub fn lookup(name: &str) -> Option<RuntimeCode> {
@@ -262,7 +280,7 @@ mod tests {
         assert_eq!(names.len(), RuntimeCode::ALL.len());
         assert_eq!(RuntimeCode::IngestMissingField.wire(), "missing_field");
         assert_eq!(RuntimeCode::IngestMissingField.status(), Some(422));
-        assert_eq!(RuntimeCode::TransportConnect.wire(), "transport.connect");
+        assert_eq!(RuntimeCode::TransportRefused.wire(), "transport.refused");
         for c in RuntimeCode::ALL {
             assert_eq!(c.status().is_some(), c.as_str().starts_with("ingest."), "{c}");
             assert!(!c.summary().is_empty() && !c.doc().is_empty(), "{c}");

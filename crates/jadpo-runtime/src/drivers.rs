@@ -2,9 +2,10 @@
 //! answers) here, the HTTP driver in [`crate::http`].
 
 use crate::clock::BoxFuture;
-use crate::rules::{CallFailure, Outcome};
+use crate::codes::RuntimeCode;
+use crate::rules::{self, CallFailure, Outcome};
 use jadpo_check::program::{Answer, FailureKind, FakeAnswer};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One call of an action, as a driver receives it.
 #[derive(Debug, Clone)]
@@ -28,6 +29,78 @@ pub trait Driver: Send + Sync {
     /// Make the call and say how it ended. The run's time limit is the caller's:
     /// a call that never ends is cut off outside the driver.
     fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome>;
+
+    /// Make the call as [`Driver::call`] does, telling `sent` when its request may
+    /// have reached the provider, so that the run's time limit, passing while the
+    /// call is in flight, ends it as [`SendMark::at_time_limit`] says. A driver that
+    /// never reaches outside (the fake) keeps the default: never sent.
+    fn call_marked(&self, request: CallRequest, sent: SendMark) -> BoxFuture<'_, Outcome> {
+        let _ = sent;
+        self.call(request)
+    }
+}
+
+/// Whether a call's request may have reached the provider: set by the driver, read
+/// by the run's time limit. Clones share it.
+#[derive(Clone, Default)]
+pub struct SendMark(Arc<Mutex<MarkState>>);
+
+#[derive(Default)]
+struct MarkState {
+    /// Whether the action is `idempotent: true`.
+    idempotent: bool,
+    /// Says whether the request may have been written by now; none while the
+    /// driver has not started a send.
+    probe: Option<Box<dyn Fn() -> bool + Send + Sync>>,
+}
+
+impl std::fmt::Debug for SendMark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.written() { "SendMark(written)" } else { "SendMark(not sent)" })
+    }
+}
+
+impl SendMark {
+    /// A mark with no send started.
+    pub fn new() -> SendMark {
+        SendMark::default()
+    }
+
+    /// The driver starts a send: `probe` says, when asked, whether its request may
+    /// have been written (err on the side of yes: a call wrongly taken as sent is
+    /// parked, one wrongly taken as not sent is sent again).
+    pub fn sending(&self, idempotent: bool, probe: impl Fn() -> bool + Send + Sync + 'static) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.idempotent = idempotent;
+        m.probe = Some(Box::new(probe));
+    }
+
+    /// The send ended (with an answer or a failure): nothing is in flight until
+    /// the next [`SendMark::sending`].
+    pub fn settled(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).probe = None;
+    }
+
+    /// Whether a send's request may have reached the provider.
+    pub fn written(&self) -> bool {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.probe.as_ref().is_some_and(|p| p())
+    }
+
+    /// How the run's time limit ends the call: `outcome_unknown` (the delivery is
+    /// parked) when a request of an action that is not idempotent may have reached
+    /// the provider; `deadline_exceeded` when none did, or the action is
+    /// idempotent.
+    pub fn at_time_limit(&self) -> Outcome {
+        let idempotent = self.0.lock().unwrap_or_else(|e| e.into_inner()).idempotent;
+        if self.written() && !idempotent {
+            let f = CallFailure::new(FailureKind::OutcomeUnknown, RuntimeCode::TransportNoAnswer.as_str())
+                .with_reason("the run's time limit passed while the request was with the provider");
+            Outcome::Failed(f)
+        } else {
+            Outcome::fail(FailureKind::DeadlineExceeded, rules::CODE_DEADLINE_EXCEEDED)
+        }
+    }
 }
 
 /// A bad `--fake` answer script.

@@ -1,27 +1,75 @@
 //! `jadpoc run --listen`: events over HTTP. `POST /events/NAME` with a JSON object
-//! answers 202 `{"id": N}`; an unknown event 404; a body that is not JSON or does not
-//! match the event 422 naming the field; a body over 1 MiB 413.
+//! answers 202 `{"id": N}` once the event is durably stored; every refusal answers a
+//! JSON body `{"error": {"code", "field", "message"}}`.
 //!
-//! A small HTTP/1.1 server on tokio (one request per connection, `Content-Length`
-//! bodies, `Expect: 100-continue` honoured) keeps the build free of a web stack; it
-//! is only an ingest endpoint.
+//! The server is hyper's HTTP/1.1 server (keep-alive, chunked bodies, `Expect:
+//! 100-continue`, header limits and the header read timeout come from it rather than
+//! from hand-written parsing). What jadpo adds: the routes and answers, a cap on open
+//! connections, a body time limit, and **group commit**: requests arriving together
+//! are stored in one transaction by one committer task, and each is answered only
+//! after that transaction committed, so an acknowledged event is never lost and the
+//! store's single writer commits many events per sync.
 
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
 use crate::payload::{PayloadError, new_event};
-use crate::store::Store;
+use crate::store::{NewEvent, Store};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body as _, Incoming};
+use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, TRANSFER_ENCODING};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use jadpo_check::program::Program;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, watch};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 
-/// The largest body accepted.
+/// The largest body accepted (413 above it).
 pub const MAX_BODY: usize = 1024 * 1024;
-const MAX_HEAD: usize = 16 * 1024;
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest request head, request line and headers together (431 above it).
+pub const MAX_HEAD: usize = 16 * 1024;
+/// The most headers one request may carry (431 above it).
+pub const MAX_HEADERS: usize = 100;
+/// How long a client has to send a request's head; also how long an idle
+/// keep-alive connection is kept open waiting for its next request.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client has to send a request's body once its head arrived (408).
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The open connections served at once unless `--max-connections` says otherwise.
+/// Further clients wait in the kernel's accept queue until one closes.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 512;
+/// The most events stored in one transaction by the committer.
+pub const MAX_COMMIT_BATCH: usize = 1024;
+/// How long accepting pauses when the process has no file descriptor left (or the
+/// kernel no memory for a socket): long enough not to spin, short enough to resume
+/// soon after a connection closes.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The ingest's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestLimits {
+    /// Open connections served at once.
+    pub max_connections: u32,
+    /// How long a client has to send a request's head (and an idle connection is kept).
+    pub head_timeout: Duration,
+    /// How long a client has to send a request's body.
+    pub body_timeout: Duration,
+}
+
+impl Default for IngestLimits {
+    fn default() -> IngestLimits {
+        IngestLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            head_timeout: HEAD_TIMEOUT,
+            body_timeout: BODY_TIMEOUT,
+        }
+    }
+}
 
 /// What the ingest endpoint needs.
 #[derive(Clone)]
@@ -32,162 +80,279 @@ pub struct Ingest {
     pub store: Arc<dyn Store>,
     /// The time events are stamped with.
     pub clock: Arc<dyn Clock>,
-    /// Woken after each stored event, so workers start at once.
+    /// Woken after each stored batch, so workers start at once.
     pub wake: Arc<Notify>,
+    /// Its limits.
+    pub limits: IngestLimits,
 }
 
-/// Serve until `stop` turns true.
+/// One event waiting for the committer, and where its id goes.
+struct Pending {
+    event: NewEvent,
+    done: oneshot::Sender<Result<i64, String>>,
+}
+
+/// What a request handler shares: the program and the committer's queue.
+struct Shared {
+    program: Arc<Program>,
+    commits: mpsc::Sender<Pending>,
+    limits: IngestLimits,
+}
+
+/// Serve until `stop` turns true: then accept no more, let each connection finish
+/// the request it is in, and return once every queued event is answered.
 pub async fn serve(listener: TcpListener, ingest: Ingest, mut stop: watch::Receiver<bool>) {
+    let (commits, queue) = mpsc::channel(MAX_COMMIT_BATCH * 4);
+    let committer = tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone()));
+    let shared = Arc::new(Shared { program: ingest.program.clone(), commits, limits: ingest.limits });
+    let head_timeout = ingest.limits.head_timeout;
+    let slots = Arc::new(Semaphore::new(usize::try_from(ingest.limits.max_connections.max(1)).unwrap_or(1 << 20)));
+    let mut connections = tokio::task::JoinSet::new();
     loop {
-        if *stop.borrow() {
-            return;
-        }
-        tokio::select! {
-            accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
-                    let ingest = ingest.clone();
-                    tokio::spawn(async move {
-                        let _ = tokio::time::timeout(READ_TIMEOUT * 3, handle(stream, ingest)).await;
-                    });
+        // A slot first, then the accept: past the cap, clients wait in the accept
+        // queue rather than being accepted and starved.
+        let slot = tokio::select! {
+            s = slots.clone().acquire_owned() => match s { Ok(s) => s, Err(_) => break },
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                if out_of_resources(&e) {
+                    // Out of descriptors: accepting again at once would fail again
+                    // at once. Wait for a connection to close, or a moment.
+                    drop(slot);
+                    tokio::select! {
+                        _ = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                        _ = stop.wait_for(|s| *s) => break,
+                    }
+                }
+                continue;
+            }
+        };
+        // Answers are small and sent whole: no point delaying them.
+        let _ = stream.set_nodelay(true);
+        let (shared, mut stop) = (shared.clone(), stop.clone());
+        connections.spawn(async move {
+            let _slot = slot;
+            let service = service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(req, &shared).await) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(head_timeout)
+                .max_header_size(MAX_HEAD)
+                .max_headers(MAX_HEADERS)
+                // A head that has not ended within twice the limit is refused
+                // before more of it is buffered.
+                .max_buf_size(2 * MAX_HEAD)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = stop.wait_for(|s| *s) => conn.as_mut().graceful_shutdown(),
+            }
+            let _ = conn.await;
+        });
+        // Reap finished connections so the set does not grow with every client.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(shared);
+    // Connections finish the request they are in (answered once committed); the
+    // committer ends when the last of them is gone.
+    while connections.join_next().await.is_some() {}
+    let _ = committer.await;
+}
+
+/// Errors of `accept` that mean the process or the kernel is out of something a
+/// socket needs, not that one client failed.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs alike.
+    matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12 | 55))
+}
+
+/// Store queued events in batches: take one, then every other already waiting (up
+/// to [`MAX_COMMIT_BATCH`]), commit them in one transaction, answer each.
+async fn commit_loop(
+    mut queue: mpsc::Receiver<Pending>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+) {
+    let mut batch = Vec::with_capacity(MAX_COMMIT_BATCH);
+    while queue.recv_many(&mut batch, MAX_COMMIT_BATCH).await > 0 {
+        let (events, waiting): (Vec<NewEvent>, Vec<_>) = batch.drain(..).map(|p| (p.event, p.done)).unzip();
+        let store = store.clone();
+        let now = clock.now_ms();
+        let stored = tokio::task::spawn_blocking(move || store.emit(&events, now)).await;
+        let ids = match stored {
+            Ok(Ok(ids)) if ids.len() == waiting.len() => Ok(ids),
+            Ok(Ok(_)) => Err("the store returned fewer ids than events".to_string()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match ids {
+            Ok(ids) => {
+                wake.notify_waiters();
+                for (done, id) in waiting.into_iter().zip(ids) {
+                    let _ = done.send(Ok(id));
                 }
             }
-            _ = stop.changed() => {}
-        }
-    }
-}
-
-struct Response {
-    status: u16,
-    body: serde_json::Value,
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        202 => "Accepted",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        422 => "Unprocessable Content",
-        431 => "Request Header Fields Too Large",
-        _ => "Service Unavailable",
-    }
-}
-
-fn error(code: RuntimeCode, message: String) -> Response {
-    let status = code.status().unwrap_or(500);
-    Response { status, body: json!({"error": {"code": code.wire(), "field": null, "message": message}}) }
-}
-
-async fn write_response(stream: &mut TcpStream, r: Response) {
-    let body = r.body.to_string();
-    let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        r.status,
-        reason(r.status),
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
-
-async fn handle(mut stream: TcpStream, ingest: Ingest) {
-    let r = match respond(&mut stream, &ingest).await {
-        Ok(r) | Err(r) => r,
-    };
-    write_response(&mut stream, r).await;
-}
-
-fn find_head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
-}
-
-async fn respond(stream: &mut TcpStream, ingest: &Ingest) -> Result<Response, Response> {
-    let mut buf = Vec::with_capacity(4096);
-    let head_end = loop {
-        if let Some(end) = find_head_end(&buf) {
-            break end;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(error(RuntimeCode::IngestHeadTooLarge, "the request head is over 16 KiB".into()));
-        }
-        let mut chunk = [0u8; 4096];
-        let n = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut chunk))
-            .await
-            .map_err(|_| error(RuntimeCode::IngestTimeout, "the request did not arrive in time".into()))?
-            .map_err(|e| error(RuntimeCode::IngestBadRequest, e.to_string()))?;
-        if n == 0 {
-            return Err(error(RuntimeCode::IngestBadRequest, "the request ended early".into()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next().unwrap_or("").split(' ');
-    let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
-    let mut length: Option<usize> = None;
-    let mut chunked = false;
-    let mut expect_continue = false;
-    for line in lines {
-        let Some((k, v)) = line.split_once(':') else { continue };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-        match k.as_str() {
-            "content-length" => {
-                length = Some(v.parse().map_err(|_| {
-                    error(RuntimeCode::IngestBadRequest, format!("`Content-Length: {v}` is not a length"))
-                })?)
+            Err(e) => {
+                for done in waiting {
+                    let _ = done.send(Err(e.clone()));
+                }
             }
-            "transfer-encoding" => chunked = !v.eq_ignore_ascii_case("identity"),
-            "expect" => expect_continue = v.eq_ignore_ascii_case("100-continue"),
-            _ => {}
         }
     }
-    let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
-        return Err(error(RuntimeCode::IngestNotFound, format!("no route `{path}`; post to `/events/NAME`")));
+}
+
+/// An answer with a JSON body.
+fn answer(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The HTTP status of an ingest code.
+fn status_of(code: RuntimeCode) -> StatusCode {
+    code.status().and_then(|s| StatusCode::from_u16(s).ok()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A refusal: `{"error": {"code", "field": null, "message"}}`, with the code's status.
+fn refuse(code: RuntimeCode, message: impl Into<String>) -> Response<Full<Bytes>> {
+    answer(status_of(code), &json!({"error": {"code": code.wire(), "field": null, "message": message.into()}}))
+}
+
+/// A refusal of the payload, naming its field.
+fn refuse_payload(e: &PayloadError) -> Response<Full<Bytes>> {
+    answer(status_of(e.registered()), &e.to_json())
+}
+
+/// Whether a `Content-Type` names JSON: `application/json` or `application/*+json`,
+/// parameters such as `charset` allowed.
+fn is_json(content_type: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(content_type) else { return false };
+    let media = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    media == "application/json" || (media.starts_with("application/") && media.ends_with("+json"))
+}
+
+async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let name = match check_head(&parts, shared) {
+        Ok(name) => name,
+        Err(refusal) => {
+            // Read (and drop) a body that was sent anyway, so the connection can
+            // take the client's next request; hyper closes a connection whose
+            // request body was left unread.
+            let upper = body.size_hint().upper();
+            if upper.is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= MAX_BODY)) {
+                let _ = tokio::time::timeout(shared.limits.body_timeout, Limited::new(body, MAX_BODY).collect()).await;
+            }
+            return *refusal;
+        }
     };
-    if method != "POST" {
-        return Err(error(RuntimeCode::IngestMethodNotAllowed, "events are taken by `POST`".into()));
+    if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > MAX_BODY) {
+        return too_large();
     }
-    if ingest.program.event(name).is_none() {
-        return Err(Response { status: 404, body: PayloadError::UnknownEvent(name.to_string()).to_json() });
-    }
-    if chunked {
-        return Err(error(RuntimeCode::IngestLengthRequired, "send the body with a `Content-Length`".into()));
-    }
-    let length = length.unwrap_or(0);
-    if length > MAX_BODY {
-        return Err(error(RuntimeCode::IngestTooLarge, "the body is over 1 MiB".into()));
-    }
-    if expect_continue {
-        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
-    }
-    let mut body = buf.split_off(head_end);
-    while body.len() < length {
-        let mut chunk = vec![0u8; (length - body.len()).min(64 * 1024)];
-        let n = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut chunk))
-            .await
-            .map_err(|_| error(RuntimeCode::IngestTimeout, "the body did not arrive in time".into()))?
-            .map_err(|e| error(RuntimeCode::IngestBadRequest, e.to_string()))?;
-        if n == 0 {
-            return Err(error(RuntimeCode::IngestBadRequest, "the body ended early".into()));
+    let bytes = match tokio::time::timeout(shared.limits.body_timeout, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Ok(Err(e)) => {
+            return refuse(RuntimeCode::IngestBadRequest, format!("the body could not be read: {e}"));
         }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
-    let text = String::from_utf8(body)
-        .map_err(|_| Response { status: 422, body: PayloadError::NotJson("the body is not UTF-8".into()).to_json() })?;
-    let event = new_event(&ingest.program, name, &text).map_err(|e| Response { status: 422, body: e.to_json() })?;
-    let store = ingest.store.clone();
-    let now = ingest.clock.now_ms();
-    let stored = tokio::task::spawn_blocking(move || store.emit(&[event], now)).await;
-    match stored {
-        Ok(Ok(ids)) => {
-            ingest.wake.notify_waiters();
-            Ok(Response { status: 202, body: json!({"id": ids.first()}) })
+        Err(_) => {
+            let secs = shared.limits.body_timeout.as_secs_f64();
+            return refuse(RuntimeCode::IngestTimeout, format!("the body did not arrive within {secs}s"));
         }
-        Ok(Err(e)) => Err(error(RuntimeCode::IngestStoreUnavailable, e.to_string())),
-        Err(e) => Err(error(RuntimeCode::IngestStoreUnavailable, e.to_string())),
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return refuse_payload(&PayloadError::NotJson("the body is not UTF-8".into()));
+    };
+    let event = match new_event(&shared.program, name, text) {
+        Ok(e) => e,
+        Err(e) => return refuse_payload(&e),
+    };
+    let (done, stored) = oneshot::channel();
+    if shared.commits.send(Pending { event, done }).await.is_err() {
+        return refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again");
+    }
+    match stored.await {
+        Ok(Ok(id)) => answer(StatusCode::ACCEPTED, &json!({"id": id})),
+        Ok(Err(e)) => refuse(RuntimeCode::IngestStoreUnavailable, e),
+        Err(_) => refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again"),
+    }
+}
+
+/// 413; the rest of the body is not read, so the connection closes after it.
+fn too_large() -> Response<Full<Bytes>> {
+    let mut r = refuse(RuntimeCode::IngestTooLarge, "the body is over 1 MiB");
+    r.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// Everything decided from the request's head: the event's name, or the refusal.
+fn check_head<'a>(
+    parts: &'a hyper::http::request::Parts,
+    shared: &Shared,
+) -> Result<&'a str, Box<Response<Full<Bytes>>>> {
+    // The path alone routes: a query string is ignored.
+    let path = parts.uri.path();
+    let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {
+        return Err(Box::new(refuse(
+            RuntimeCode::IngestNotFound,
+            format!("no route `{path}`; post to `/events/NAME`"),
+        )));
+    };
+    if parts.method != Method::POST {
+        let mut r = refuse(RuntimeCode::IngestMethodNotAllowed, "events are taken by `POST`");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+        return Err(Box::new(r));
+    }
+    if shared.program.event(name).is_none() {
+        return Err(Box::new(refuse_payload(&PayloadError::UnknownEvent(name.to_string()))));
+    }
+    let headers = &parts.headers;
+    if let Some(ct) = headers.get(CONTENT_TYPE)
+        && !is_json(ct.as_bytes())
+    {
+        let shown = String::from_utf8_lossy(ct.as_bytes()).into_owned();
+        return Err(Box::new(refuse(
+            RuntimeCode::IngestUnsupportedMediaType,
+            format!("the body's `Content-Type` is `{shown}`; send `application/json`"),
+        )));
+    }
+    if !headers.contains_key(CONTENT_LENGTH) && !headers.contains_key(TRANSFER_ENCODING) {
+        return Err(Box::new(refuse(
+            RuntimeCode::IngestLengthRequired,
+            "send the body with a `Content-Length` or `Transfer-Encoding: chunked`",
+        )));
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/cloudevents+json",
+            " application/json ",
+        ] {
+            assert!(is_json(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["text/plain", "application/x-www-form-urlencoded", "application/jsonx", "json", ""] {
+            assert!(!is_json(bad.as_bytes()), "{bad}");
+        }
     }
 }

@@ -200,7 +200,7 @@ mod tests {
         events::attempt(T0, 8, "send_receipt", 2, &unavailable(), &retry, 30);
         let failed = Decision::Failed { failure, because: FailedBecause::PastWindow };
         let with_reason = Outcome::Failed(
-            CallFailure::new(FailureKind::Unavailable, "transport.connect").with_reason("connection refused"),
+            CallFailure::new(FailureKind::Unavailable, "transport.refused").with_reason("connection refused"),
         );
         events::attempt(T0, 9, "send_receipt", 3, &with_reason, &failed, 4);
         events::ended_at_claim(T0, 10, "audit", &ClaimDecision::Handled);
@@ -230,7 +230,7 @@ mod tests {
                 "2023-11-14T22:13:20Z delivery 7 send_receipt attempt 1: succeeded -> succeeded",
                 "2023-11-14T22:13:20Z delivery 8 send_receipt attempt 2: failed unavailable (http.503) -> pending, \
                  next at 2023-11-14T22:13:40Z",
-                "2023-11-14T22:13:20Z delivery 9 send_receipt attempt 3: failed unavailable (transport.connect) -> \
+                "2023-11-14T22:13:20Z delivery 9 send_receipt attempt 3: failed unavailable (transport.refused) -> \
                  failed (past_window)",
                 "2023-11-14T22:13:20Z delivery 10 audit ended at its claim -> succeeded  (handled)",
                 "2023-11-14T22:13:20Z delivery 11 audit ended at its claim -> failed deadline_exceeded (past_window)",
@@ -249,7 +249,7 @@ mod tests {
             [
                 r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":7,"subscriber":"send_receipt","attempt":1,"outcome":"succeeded","kind":null,"code":null,"http_status":null,"duration_ms":12,"state":"succeeded","due_at":null,"because":null,"reason":null}"#,
                 r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":8,"subscriber":"send_receipt","attempt":2,"outcome":"failed","kind":"unavailable","code":"http.503","http_status":503,"duration_ms":30,"state":"pending","due_at":"2023-11-14T22:13:40Z","because":null,"reason":null}"#,
-                r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":9,"subscriber":"send_receipt","attempt":3,"outcome":"failed","kind":"unavailable","code":"transport.connect","http_status":null,"duration_ms":4,"state":"failed","due_at":null,"because":"past_window","reason":"connection refused"}"#,
+                r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":9,"subscriber":"send_receipt","attempt":3,"outcome":"failed","kind":"unavailable","code":"transport.refused","http_status":null,"duration_ms":4,"state":"failed","due_at":null,"because":"past_window","reason":"connection refused"}"#,
                 r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":10,"subscriber":"audit","state":"succeeded","kind":null,"code":null,"because":"handled"}"#,
                 r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":11,"subscriber":"audit","state":"failed","kind":"deadline_exceeded","code":"deadline_exceeded","because":"past_window"}"#,
                 r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":3,"outcome":"succeeded","kind":null,"code":null}"#,

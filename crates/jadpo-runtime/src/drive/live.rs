@@ -14,11 +14,11 @@
 //! decides when they run, under the system clock.
 
 use crate::config::{STORE_ERROR_PAUSE_MS, TICK_MS};
+use crate::drivers::SendMark;
 use crate::events;
 use crate::rules::{self, Outcome};
 use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
 use crate::store::{Claimed, StoreError};
-use jadpo_check::program::FailureKind;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,11 +84,13 @@ impl Runtime {
             Ok(p) => p,
             Err(defect) => return defect,
         };
+        // The driver tells whether the request may have reached the provider: if so
+        // (and the action is not idempotent), the time limit cannot say the call
+        // did not happen.
+        let sent = SendMark::new();
         tokio::select! {
-            o = p.driver.call(p.request) => o,
-            _ = self.clock.sleep_until(p.deadline_ms) => {
-                Outcome::fail(FailureKind::DeadlineExceeded, rules::CODE_DEADLINE_EXCEEDED)
-            }
+            o = p.driver.call_marked(p.request, sent.clone()) => o,
+            _ = self.clock.sleep_until(p.deadline_ms) => sent.at_time_limit(),
         }
     }
 

@@ -49,8 +49,20 @@ fn request(delivery: i64, attempt: u32) -> CallRequest {
     }
 }
 
+/// A call's outcome, its failure's reason left out (see [`call_sent`]).
 async fn call(d: &HttpDriver) -> Outcome {
-    d.call(request(42, 1)).await
+    call_sent(d).await.0
+}
+
+/// A call's outcome without its failure's reason, and the reason.
+async fn call_sent(d: &HttpDriver) -> (Outcome, String) {
+    match d.call(request(42, 1)).await {
+        Outcome::Failed(mut f) => {
+            let reason = f.reason.take().unwrap_or_default();
+            (Outcome::Failed(f), reason)
+        }
+        ok => (ok, String::new()),
+    }
 }
 
 fn failed(kind: FailureKind, code: &str, status: Option<u16>, retry_after_ms: Option<u64>) -> Outcome {
@@ -231,18 +243,148 @@ async fn http_retry_after_on_a_non_retryable_answer_is_ignored() {
 }
 
 #[tokio::test]
-async fn http_a_refused_connection_is_unavailable_transport_connect() {
-    let o = call(&driver(&refused_url(), "", "")).await;
-    assert_eq!(o, failed(FailureKind::Unavailable, "transport.connect", None, None));
+async fn http_a_refused_connection_is_unavailable_transport_refused() {
+    let (o, reason) = call_sent(&driver(&refused_url(), "", "")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.refused", None, None));
+    assert!(reason.to_lowercase().contains("refused"), "{reason}");
 }
 
 #[tokio::test]
-async fn http_a_tls_failure_is_unavailable_transport_connect() {
+async fn http_a_name_that_does_not_resolve_is_unavailable_transport_dns() {
+    let (o, reason) = call_sent(&driver("http://no-such-host.invalid", "", "")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.dns", None, None));
+    assert!(!reason.is_empty() && reason != "dns error", "{reason}");
+}
+
+#[tokio::test]
+async fn http_no_connection_in_time_is_unavailable_transport_connect_timeout() {
+    // A listener whose accept queue is full: the kernel no longer answers SYNs.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("bind");
+    socket.listen(0).expect("listen");
+    let addr = socket.local_addr().expect("addr").as_socket().expect("inet");
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        s.set_nonblocking(true).expect("nonblocking");
+        let _ = s.connect(&addr.into());
+        held.push(s);
+    }
+    let d = driver(&format!("http://{addr}"), "timeout: 300ms", "");
+    let (o, reason) = call_sent(&d).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.connect_timeout", None, None));
+    assert_eq!(reason, "no connection within 300 ms");
+}
+
+#[tokio::test]
+async fn http_a_tls_failure_is_unavailable_transport_tls() {
     // An https call to a plain-HTTP provider fails its handshake before sending.
     let p = Provider::always(Reply::status(200));
-    let o = call(&driver(&p.url().replace("http://", "https://"), "", "")).await;
-    assert_eq!(o, failed(FailureKind::Unavailable, "transport.connect", None, None));
+    let (o, reason) = call_sent(&driver(&p.url().replace("http://", "https://"), "", "")).await;
+    assert_eq!(o, failed(FailureKind::Unavailable, "transport.tls", None, None));
+    assert!(!reason.is_empty(), "a reason");
     assert_eq!(p.count(), 0);
+}
+
+#[tokio::test]
+async fn http_an_answer_that_is_not_http_is_internal_fault() {
+    let (o, _) = answer_to(Reply::Raw("HELLO THERE\r\n\r\n".into())).await;
+    assert_eq!(o, failed(FailureKind::InternalFault, "http.invalid_answer", None, None));
+}
+
+#[tokio::test]
+async fn http_a_body_cut_short_is_internal_fault_whatever_the_status() {
+    let cut = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"ok\": ";
+    let p = Provider::always(Reply::Raw(cut.into()));
+    let (o, reason) = call_sent(&driver(&p.url(), "", "")).await;
+    assert_eq!(o, failed(FailureKind::InternalFault, "http.invalid_answer", Some(200), None));
+    assert!(reason.contains("cut short"), "{reason}");
+    // A chunked body that stops before its last chunk.
+    let cut = "HTTP/1.1 503 Busy\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n";
+    let (o, _) = answer_to(Reply::Raw(cut.into())).await;
+    assert_eq!(o, failed(FailureKind::InternalFault, "http.invalid_answer", Some(503), None));
+    // Neither is re-sent by the connection's retry: a defect is not retried.
+    let p = Provider::always(Reply::Raw("HTTP/1.1 503 Busy\r\nContent-Length: 9\r\n\r\nab".into()));
+    let d = driver(&p.url(), "retry: { attempts: 3 }", "");
+    assert_eq!(call(&d).await, failed(FailureKind::InternalFault, "http.invalid_answer", Some(503), None));
+    assert_eq!(p.count(), 1);
+}
+
+#[tokio::test]
+async fn http_a_user_agent_is_sent_unless_the_connection_sets_one() {
+    let p = Provider::always(Reply::status(200));
+    call(&driver(&p.url(), "", "")).await;
+    let ua = format!("jadpo/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(p.received()[0].header("user-agent"), Some(ua.as_str()));
+    let p = Provider::always(Reply::status(200));
+    call(&driver(&p.url(), r#"headers: { "User-Agent": "shop/2" }"#, "")).await;
+    assert_eq!(p.received()[0].header("user-agent"), Some("shop/2"));
+}
+
+#[tokio::test]
+async fn http_the_url_and_the_path_join_with_one_slash_and_the_path_keeps_its_query() {
+    for (base, path, want) in [
+        ("/v2/", "/payments", "/v2/payments"),
+        ("/v2", "/payments", "/v2/payments"),
+        ("/v2//", "/payments", "/v2/payments"),
+        ("", "/payments?mode=fast", "/payments?mode=fast"),
+        ("/", "/payments?mode=fast", "/payments?mode=fast"),
+        ("/v2/", "/pay?a=1&b=2", "/v2/pay?a=1&b=2"),
+    ] {
+        let p = Provider::always(Reply::status(204));
+        let d = driver(&format!("{}{base}", p.url()), "", &format!("path: \"{path}\""));
+        assert_eq!(call(&d).await, Outcome::Succeeded { http_status: Some(204) }, "{base} {path}");
+        assert_eq!(p.received()[0].path, want, "{base} + {path}");
+    }
+}
+
+#[tokio::test]
+async fn http_a_call_the_provider_read_and_left_unanswered_on_a_reused_connection_is_not_resent() {
+    let p = Provider::start(|n, _| if n == 0 { Reply::status(200) } else { Reply::Close });
+    let d = driver(&p.url(), "", "");
+    assert_eq!(call(&d).await, Outcome::Succeeded { http_status: Some(200) });
+    let (o, _) = call_sent(&d).await;
+    assert_eq!(o, failed(FailureKind::OutcomeUnknown, "transport.no_answer", None, None));
+    // Received once, on the reused connection; never sent again.
+    assert_eq!(p.count(), 2);
+    assert_eq!(p.connections(), 1);
+    assert_eq!(d.resent_on_fresh_connection(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_calls_racing_a_provider_closing_idle_connections_are_never_parked() {
+    // 500 calls, 50 at a time, each caller pausing about the provider's idle
+    // timeout (200ms) between its calls, so that pooled connections are often
+    // reused just as the provider closes them.
+    let p = Provider::closing_idle(Duration::from_millis(200), |_, _| Reply::status(200));
+    let d = Arc::new(driver(&p.url(), "max_in_flight: 64", ""));
+    let mut tasks = Vec::new();
+    for t in 0..50i64 {
+        let d = d.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            for n in 0..10i64 {
+                // 185..215ms, different for each caller and call.
+                tokio::time::sleep(Duration::from_millis(185 + ((t * 7 + n * 13) % 31) as u64)).await;
+                outcomes.push(d.call(request(t * 100 + n, 1)).await);
+            }
+            outcomes
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.extend(t.await.expect("caller"));
+    }
+    let not_ok: Vec<&Outcome> = outcomes.iter().filter(|o| !matches!(o, Outcome::Succeeded { .. })).collect();
+    assert!(not_ok.is_empty(), "{} of 500 did not succeed: {:?}", not_ok.len(), &not_ok[..not_ok.len().min(5)]);
+    // Every key reached the provider exactly once.
+    let mut keys: Vec<String> =
+        p.received().iter().map(|r| r.header("idempotency-key").unwrap_or_default().to_string()).collect();
+    keys.sort();
+    let before = keys.len();
+    keys.dedup();
+    assert_eq!((before, keys.len()), (500, 500));
+    assert!(p.idle_closes() > 0, "the provider never closed an idle connection");
 }
 
 #[tokio::test]

@@ -5,5 +5,7 @@ mod breakers;
 mod common;
 mod http_driver;
 mod http_server;
+mod http_tls;
+mod ingest;
 mod runtime;
 mod store;

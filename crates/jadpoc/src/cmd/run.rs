@@ -9,7 +9,7 @@ use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
-use jadpo_runtime::ingest::{Ingest, serve};
+use jadpo_runtime::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::Store;
@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// binds to loopback.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// Most connections `--listen` serves at once; more wait to be accepted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_connections: u32,
     /// How log lines are written (to stderr).
     #[arg(long, value_enum, default_value = "text")]
     log_format: crate::logging::LogFormat,
@@ -44,7 +48,7 @@ pub struct RunArgs {
 
 /// The drivers for each connection: the fake driver where a `--fake` flag names it,
 /// the HTTP driver (one shared client, `env("NAME")` headers read now) elsewhere.
-fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Arc<dyn Driver>>, String> {
+fn drivers(program: &Program, fakes: &[String], random: &RandomSource) -> Result<Vec<Arc<dyn Driver>>, String> {
     let mut faked: Vec<Option<Arc<dyn Driver>>> = vec![None; program.connections.len()];
     for flag in fakes {
         let Some((name, script)) = flag.split_once('=') else {
@@ -72,7 +76,9 @@ fn drivers(program: &Program, fakes: &[String]) -> Result<Vec<Arc<dyn Driver>>, 
             None => {
                 let client = match &client {
                     Some(c) => c.clone(),
-                    None => client.insert(HttpClient::new().map_err(|e| e.to_string())?).clone(),
+                    None => {
+                        client.insert(HttpClient::new().map_err(|e| e.to_string())?.with_random(random.clone())).clone()
+                    }
                 };
                 Arc::new(HttpDriver::new(program, i, client, &env).map_err(|e| e.to_string())?)
             }
@@ -94,7 +100,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(p) => Arc::new(p),
         Err(code) => return code,
     };
-    let drivers = match drivers(&program, &args.fakes) {
+    // One random source for the run: the waits between attempts and the drivers' re-sends.
+    let random = RandomSource::from_system();
+    let drivers = match drivers(&program, &args.fakes, &random) {
         Ok(d) => d,
         Err(m) => {
             eprintln!("jadpoc: {m}");
@@ -119,7 +127,6 @@ pub fn run(args: RunArgs) -> ExitCode {
         batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let random = RandomSource::from_system();
     let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
@@ -136,8 +143,9 @@ pub fn run(args: RunArgs) -> ExitCode {
                 Ok(l) => {
                     let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
                     eprintln!("jadpoc: taking events at http://{shown}/events/NAME");
+                    let limits = IngestLimits { max_connections: args.max_connections, ..IngestLimits::default() };
                     let ingest =
-                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker() };
+                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker(), limits };
                     server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
                 }
                 Err(e) => {

@@ -198,9 +198,11 @@ fn http_e2e_no_answer_is_retried_for_an_idempotent_action() {
 fn http_e2e_a_refused_connection_is_unavailable_and_retried_later() {
     let e = env(&refused_url(), "", "");
     e.emit_paid(1);
-    let (list, _) =
+    let (list, log) =
         e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
-    assert_eq!(failure(&list[0]), ("unavailable", "transport.connect"));
+    assert_eq!(failure(&list[0]), ("unavailable", "transport.refused"));
+    // The reason is the system's own words, in the log.
+    assert!(log.to_lowercase().contains("connection refused"), "{log}");
     assert_eq!(e.history(&list[0])[0]["http_status"], Value::Null);
 }
 
@@ -248,4 +250,130 @@ fn http_e2e_the_in_flight_limit_holds_under_50_concurrent_deliveries() {
     // 50 calls of 30ms two at a time take at least 750ms.
     assert!(now_ms() - t >= 750);
     assert!(p.connections() <= 2, "{} connections", p.connections());
+}
+
+/// Like [`env`], with the subscriber's run time limit `run_timeout`.
+fn env_limited(url: &str, conn: &str, action: &str, run_timeout: &str) -> Env {
+    Env::new("outbox.db", |dir| {
+        let path = dir.join("p.jadpo");
+        std::fs::write(&path, http_server::program_text(url, conn, action, run_timeout)).expect("write program");
+        path
+    })
+}
+
+/// The `Idempotency-Key`s a provider received, each with how many times.
+fn keys(p: &Provider) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for r in p.received() {
+        *counts.entry(r.header("idempotency-key").unwrap_or_default().to_string()).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn http_e2e_the_run_time_limit_parks_a_non_idempotent_call_in_flight() {
+    // The connection would wait 10s; the run's limit of 1s passes while the
+    // provider holds the call: it may have happened, so it is never sent again.
+    let p = Provider::always(Reply::After(Duration::from_millis(1_500), Box::new(Reply::status(200))));
+    let e = env_limited(&p.url(), "timeout: 10s", "", "1s");
+    e.emit_paid(1);
+    let (list, log) = e.run_until_with(&[], &[], first_is("parked"));
+    assert_eq!(failure(&list[0]), ("outcome_unknown", "transport.no_answer"));
+    assert_eq!(list[0]["attempts"], 1);
+    assert!(log.contains("time limit"), "the reason is logged: {log}");
+    assert_eq!(keys(&p).into_values().collect::<Vec<_>>(), vec![1]);
+}
+
+#[test]
+fn http_e2e_the_run_time_limit_is_deadline_exceeded_for_an_idempotent_call() {
+    let p = Provider::always(Reply::After(Duration::from_millis(1_500), Box::new(Reply::status(200))));
+    let e = env_limited(&p.url(), "timeout: 10s", "idempotent: true", "1s");
+    e.emit_paid(1);
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    assert_eq!(failure(&list[0]), ("deadline_exceeded", "deadline_exceeded"));
+}
+
+#[test]
+fn http_e2e_the_run_time_limit_is_deadline_exceeded_when_nothing_was_sent() {
+    // A listener whose accept queue is full: no connection is made, so the call
+    // never left when the run's limit passes.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("bind");
+    socket.listen(0).expect("listen");
+    let addr = socket.local_addr().expect("addr").as_socket().expect("inet");
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        s.set_nonblocking(true).expect("nonblocking");
+        let _ = s.connect(&addr.into());
+        held.push(s);
+    }
+    let e = env_limited(&format!("http://{addr}"), "timeout: 10s", "", "1s");
+    e.emit_paid(1);
+    let (list, _) =
+        e.run_until_with(&[], &[], |l| l.first().is_some_and(|d| d["attempts"] == 1 && state(d) == "pending"));
+    assert_eq!(failure(&list[0]), ("deadline_exceeded", "deadline_exceeded"));
+}
+
+#[test]
+fn http_e2e_a_provider_closing_idle_connections_gets_every_call_once_and_none_is_parked() {
+    // 500 deliveries in 20 bursts of 25, each burst about the provider's idle
+    // timeout (200ms) after the last, so that the 25 pooled connections are
+    // reused just as the provider closes them.
+    let p = Provider::closing_idle(Duration::from_millis(200), |_, _| Reply::status(200));
+    let e = env(&p.url(), "max_in_flight: 25", "");
+    let run = e.start_run(&["--listen", "0"], &[]);
+    let addr = wait_for_listen(&run.log);
+    let mut sent = 0;
+    for burst in 0..20u64 {
+        let pace = Duration::from_millis(185 + (burst * 7) % 31);
+        // The burst's pace is the load's shape, not a wait for a condition.
+        std::thread::sleep(pace);
+        for _ in 0..25 {
+            post_paid(&addr, sent);
+            sent += 1;
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut list = e.deliveries();
+    while list.iter().filter(|d| state(d) == "succeeded").count() < 500 {
+        assert!(list.iter().all(|d| state(d) != "parked"), "a delivery was parked: {list:#?}");
+        assert!(start.elapsed() < Duration::from_secs(60), "not all delivered");
+        std::thread::sleep(Duration::from_millis(100));
+        list = e.deliveries();
+    }
+    common::stop(run);
+    let counts = keys(&p);
+    assert_eq!(counts.len(), 500);
+    assert!(counts.values().all(|n| *n == 1), "a key was received twice");
+    assert!(p.idle_closes() > 0, "the provider never closed an idle connection");
+}
+
+/// The ingest's address, from the run's log line `taking events at http://ADDR/...`.
+fn wait_for_listen(log: &Path) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.split("taking events at http://").nth(1) {
+            return rest.split('/').next().unwrap_or_default().to_string();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "never listened: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Posts `Paid` number `n` to the ingest; it must be accepted.
+fn post_paid(addr: &str, n: usize) {
+    use std::io::{Read, Write};
+    let body = format!("{{\"id\": \"p{n}\", \"cents\": {n}}}");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "POST /events/Paid HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("write");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 202"), "{out}");
 }

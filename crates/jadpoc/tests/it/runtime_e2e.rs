@@ -223,7 +223,7 @@ fn post(addr: &str, path: &str, body: &[u8]) -> (u16, Value) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).expect("write");
@@ -388,9 +388,11 @@ fn runtime_listings_into_a_closed_pipe_exit_0() {
 
 /// Emit 20,000 events, run, SIGKILL mid-way, run again: every delivery ends
 /// `succeeded`, none lost and none twice; the deliveries running at the kill come
-/// back after their lease (5s timeout + 30s) with `lease_expired` recorded. The
-/// slow ones' calls never answer, so they are surely running at the kill for 5s
-/// at a time; every wait is on a condition with a generous deadline.
+/// back after their lease (20s timeout + 30s) with `lease_expired` recorded. The
+/// slow ones' calls never answer, so they are running for the first 20s, a
+/// generous window for the kill (a shorter one can pass before a busy machine
+/// has looked, and their deadlines would open the breaker); every wait is on a
+/// condition with a generous deadline.
 #[test]
 fn runtime_crash_mid_way_loses_nothing_and_leases_come_back() {
     let e = env(r#"
@@ -409,7 +411,7 @@ action slow_call(n: int) {
 subscriber slow {
     on: Slow
     run: slow_call(event.n)
-    timeout: 5s
+    timeout: 20s
 }
 "#);
     // The slow ones first, so the first claim takes them.

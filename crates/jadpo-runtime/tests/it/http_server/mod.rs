@@ -44,6 +44,8 @@ pub enum Reply {
     Hang,
     /// Read the request and close the connection without a word.
     Close,
+    /// Read the request, write these bytes as they are, and close.
+    Raw(String),
 }
 
 impl Reply {
@@ -70,11 +72,30 @@ pub struct Provider {
     connections: Arc<AtomicUsize>,
     busy: Arc<AtomicUsize>,
     max_busy: Arc<AtomicUsize>,
+    /// Close a keep-alive connection idle this long (none: keep it).
+    idle_close: Option<Duration>,
+    idle_closes: Arc<AtomicUsize>,
 }
 
 impl Provider {
     /// Start a provider answering request `n` (from 0) with `script(n, request)`.
     pub fn start(script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static) -> Provider {
+        Provider::start_with(None, script)
+    }
+
+    /// A provider that closes keep-alive connections left idle for `idle`, as
+    /// nginx's `keepalive_timeout` does.
+    pub fn closing_idle(
+        idle: Duration,
+        script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
+    ) -> Provider {
+        Provider::start_with(Some(idle), script)
+    }
+
+    fn start_with(
+        idle_close: Option<Duration>,
+        script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
+    ) -> Provider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let p = Provider {
             addr: listener.local_addr().expect("addr"),
@@ -82,6 +103,8 @@ impl Provider {
             connections: Arc::default(),
             busy: Arc::default(),
             max_busy: Arc::default(),
+            idle_close,
+            idle_closes: Arc::default(),
         };
         let script: Arc<Script> = Arc::new(script);
         let shared = p.clone();
@@ -124,15 +147,33 @@ impl Provider {
         self.max_busy.load(Ordering::SeqCst)
     }
 
+    /// Connections it closed for being idle.
+    pub fn idle_closes(&self) -> usize {
+        self.idle_closes.load(Ordering::SeqCst)
+    }
+
     fn serve(&self, stream: TcpStream, connection: usize, script: &Script) {
         let Ok(write_half) = stream.try_clone() else { return };
         let mut out = write_half;
         let mut reader = BufReader::new(stream);
+        let mut first = true;
         loop {
             let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
+            if let Some(idle) = self.idle_close.filter(|_| !first) {
+                let _ = reader.get_ref().set_read_timeout(Some(idle));
             }
+            first = false;
+            match reader.read_line(&mut line) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(_) => {
+                    // Idle too long: close, as a server with a keep-alive timeout does.
+                    self.idle_closes.fetch_add(1, Ordering::SeqCst);
+                    let _ = out.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+            }
+            let _ = reader.get_ref().set_read_timeout(None);
             let mut parts = line.split_whitespace();
             let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
             let mut headers = HashMap::new();
@@ -175,6 +216,10 @@ impl Provider {
                         return;
                     }
                     Reply::Close => break false,
+                    Reply::Raw(bytes) => {
+                        let _ = out.write_all(bytes.as_bytes());
+                        break false;
+                    }
                     Reply::Answer { status, headers, body } => {
                         let mut text = format!("HTTP/1.1 {status} Whatever\r\nContent-Length: {}\r\n", body.len());
                         for (k, v) in headers {

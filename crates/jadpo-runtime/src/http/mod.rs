@@ -7,18 +7,29 @@
 //! within one attempt as the connection's `retry:` allows, and holds at most
 //! `max_in_flight:` sends in flight, so one slow provider cannot take every worker.
 //! Redirects are never followed: a 3xx is an answer like any other.
+//!
+//! Each failure to send is named (`transport.dns`, `transport.refused`,
+//! `transport.connect_timeout`, `transport.tls`, `transport.no_answer`) with the
+//! underlying error's text as its reason. A connection with a `tls:` block gets a
+//! client of its own (`tls.rs`). The connector under the client (`track.rs`) tells a
+//! call the provider never read, because it closed the pooled connection while
+//! idle, from one it may have; the first is sent once more on a fresh connection.
+
+mod tls;
+mod track;
 
 use crate::clock::BoxFuture;
 use crate::codes::RuntimeCode;
-use crate::drivers::{CallRequest, Driver};
+use crate::drivers::{CallRequest, Driver, SendMark};
+use crate::rng::RandomSource;
 use crate::rules::{CallFailure, Outcome};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{HttpConnector, capture_connection};
+use hyper_util::client::legacy::connect::{Connected, HttpConnector, capture_connection};
 use hyper_util::rt::TokioExecutor;
 use jadpo_check::budget;
 use jadpo_check::program::{self, FailureKind, Program};
@@ -28,11 +39,25 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Semaphore;
+pub use track::{ConnectFailure, WatchSnapshot};
+use track::{Watched, WatchingConnector};
 
-/// The code of a call that never left: refused, DNS, TLS, or no connection in time.
-pub const CODE_CONNECT: &str = RuntimeCode::TransportConnect.as_str();
+/// A call that never left: the provider's host name did not resolve.
+pub const CODE_DNS: &str = RuntimeCode::TransportDns.as_str();
+/// A call that never left: the connection was refused (or the host could not be
+/// reached at all).
+pub const CODE_REFUSED: &str = RuntimeCode::TransportRefused.as_str();
+/// A call that never left: no connection within the connection's `timeout:`.
+pub const CODE_CONNECT_TIMEOUT: &str = RuntimeCode::TransportConnectTimeout.as_str();
+/// A call that never left: the TLS handshake failed (a certificate not trusted, a
+/// client certificate refused, no common protocol).
+pub const CODE_TLS: &str = RuntimeCode::TransportTls.as_str();
 /// The code of a call that was sent and got no answer (a timeout or a reset).
 pub const CODE_NO_ANSWER: &str = RuntimeCode::TransportNoAnswer.as_str();
+/// The code of an answer that is not HTTP, or whose body was cut short.
+pub const CODE_INVALID_ANSWER: &str = RuntimeCode::HttpInvalidAnswer.as_str();
+/// The `User-Agent` sent unless the connection's `headers:` set one.
+pub const USER_AGENT_VALUE: &str = concat!("jadpo/", env!("CARGO_PKG_VERSION"));
 /// The first wait before a connection-level re-send; it doubles after each.
 pub const RESEND_BASE_MS: u64 = 100;
 /// The longest wait before a connection-level re-send.
@@ -97,15 +122,69 @@ pub enum HttpSetupError {
     /// TLS could not be set up.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
+    /// `SSL_CERT_FILE` or `SSL_CERT_DIR` is set and gives no usable root.
+    #[error("`{variable}`: {problem}")]
+    TlsEnv {
+        /// The variable.
+        variable: &'static str,
+        /// What is wrong, naming the file or folder.
+        problem: String,
+    },
+    /// A file of a connection's `tls:` block cannot be read.
+    #[error("connection `{connection}`: the tls `{key}` file `{file}` {problem}")]
+    TlsFile {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block (`ca`, `client_cert`, `client_key`).
+        key: &'static str,
+        /// The file, as the program names it (joined to its folder).
+        file: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `tls:` block's `env("NAME")` is not set.
+    #[error("connection `{connection}` needs the environment variable `{name}` (tls `{key}`), which is not set")]
+    TlsMissingEnv {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block.
+        key: &'static str,
+        /// The variable.
+        name: String,
+    },
+    /// A `tls:` block's PEM is not what it must be.
+    #[error("connection `{connection}`: the tls `{key}` in {origin} {problem}")]
+    TlsPem {
+        /// The connection.
+        connection: String,
+        /// The key of the `tls:` block.
+        key: &'static str,
+        /// Where it was read: a file or a variable, in words.
+        origin: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// The body type the client sends.
 type Body = Full<Bytes>;
 
-/// One HTTP client shared by every connection: one keep-alive pool for the run.
+/// The client type over the watching connector.
+type Inner = Client<HttpsConnector<WatchingConnector>, Body>;
+
+/// One HTTP client shared by every connection: one keep-alive pool for the run,
+/// and a client that never reuses a connection, for the one re-send of a call a
+/// provider never read because it closed the pooled connection. A connection
+/// with a `tls:` block gets a client of its own (its roots and certificate).
 #[derive(Clone)]
 pub struct HttpClient {
-    inner: Client<HttpsConnector<HttpConnector>, Body>,
+    inner: Inner,
+    fresh: Inner,
+    /// Where the re-sends' jitter is drawn from: the run's one source.
+    random: RandomSource,
+    /// The system's roots, read once.
+    roots: Arc<rustls::RootCertStore>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -115,27 +194,64 @@ impl std::fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    /// A client over http and https. TLS uses rustls with the ring provider and the
-    /// system's root certificates, or Mozilla's bundled roots when the system has
-    /// none.
-    pub fn new() -> Result<HttpClient, HttpSetupError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = match hyper_rustls::HttpsConnectorBuilder::new().with_provider_and_native_roots(provider.clone())
-        {
-            Ok(b) => b,
-            Err(_) => hyper_rustls::HttpsConnectorBuilder::new()
-                .with_provider_and_webpki_roots(provider)
-                .map_err(|e| HttpSetupError::Tls(e.to_string()))?,
-        };
-        let mut http = HttpConnector::new();
-        // The https connector wraps this one, so it must take `https:` URLs too.
-        http.enforce_http(false);
-        // Calls are small request/answer pairs: Nagle's delay would only add latency.
-        http.set_nodelay(true);
-        let https = builder.https_or_http().enable_http1().wrap_connector(http);
-        let inner = Client::builder(TokioExecutor::new()).build(https);
-        Ok(HttpClient { inner })
+    /// The same client, drawing its re-sends' jitter from `random` (the run's
+    /// source, seeded or not).
+    pub fn with_random(mut self, random: RandomSource) -> HttpClient {
+        self.random = random;
+        self
     }
+
+    /// A client over http and https, with the process's environment (see
+    /// [`HttpClient::with_env`]).
+    pub fn new() -> Result<HttpClient, HttpSetupError> {
+        HttpClient::with_env(&|name| std::env::var_os(name))
+    }
+
+    /// A client over http and https. TLS uses rustls with the ring provider and the
+    /// system's root certificates (`SSL_CERT_FILE`/`SSL_CERT_DIR`, read through
+    /// `env`, when set; a bad one refuses), or Mozilla's bundled roots when the
+    /// system has none.
+    pub fn with_env(env: &dyn Fn(&str) -> Option<OsString>) -> Result<HttpClient, HttpSetupError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots = Arc::new(tls::system_roots(env)?);
+        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| HttpSetupError::Tls(e.to_string()))?
+            .with_root_certificates(roots.as_ref().clone())
+            .with_no_client_auth();
+        let (inner, fresh) = clients(config);
+        Ok(HttpClient { inner, fresh, random: RandomSource::from_system(), roots, provider })
+    }
+
+    /// A client of its own for a connection with a `tls:` block: its files read
+    /// and parsed now.
+    fn for_tls(
+        &self,
+        connection: &str,
+        settings: &program::Tls,
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<HttpClient, HttpSetupError> {
+        let config = tls::client_config(connection, settings, &self.roots, &self.provider, env)?;
+        let (inner, fresh) = clients(config);
+        Ok(HttpClient { inner, fresh, ..self.clone() })
+    }
+}
+
+/// The pooled and the fresh client over one TLS configuration.
+fn clients(config: rustls::ClientConfig) -> (Inner, Inner) {
+    let mut http = HttpConnector::new();
+    // The https connector wraps this one, so it must take `https:` URLs too.
+    http.enforce_http(false);
+    // Calls are small request/answer pairs: Nagle's delay would only add latency.
+    http.set_nodelay(true);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(WatchingConnector::new(http));
+    let inner = Client::builder(TokioExecutor::new()).build(https.clone());
+    let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(https);
+    (inner, fresh)
 }
 
 /// Where one action's calls go.
@@ -158,6 +274,8 @@ pub struct HttpDriver {
     timeout: Duration,
     attempts: u32,
     in_flight: Arc<Semaphore>,
+    /// See [`HttpDriver::resent_on_fresh_connection`].
+    fresh_resends: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for HttpDriver {
@@ -219,11 +337,13 @@ impl HttpDriver {
             return Err(HttpSetupError::NoConnection { index: connection });
         };
         let headers = resolve_headers(c, env)?;
-        let base = c.url.trim_end_matches('/');
+        let client = match &c.tls {
+            Some(settings) => client.for_tls(&c.name, settings, env)?,
+            None => client,
+        };
         let mut routes = HashMap::new();
         for (ai, a) in program.actions.iter().enumerate().filter(|(_, a)| a.connection == connection) {
-            let joined =
-                if a.path.starts_with('/') { format!("{base}{}", a.path) } else { format!("{base}/{}", a.path) };
+            let joined = join_url(&c.url, &a.path);
             let uri: Uri = joined
                 .parse()
                 .ok()
@@ -248,6 +368,7 @@ impl HttpDriver {
             timeout: Duration::from_millis(c.timeout_ms.max(1)),
             attempts: c.attempts.max(1),
             in_flight: Arc::new(Semaphore::new(permits)),
+            fresh_resends: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -256,7 +377,8 @@ impl HttpDriver {
         let mut b = Request::builder()
             .method(Method::POST)
             .uri(route.uri.clone())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         if let Some(id) = call.delivery {
             b = b.header("idempotency-key", id);
         }
@@ -268,48 +390,231 @@ impl HttpDriver {
         Ok(req)
     }
 
-    /// One send, bounded by the connection's `timeout:`.
-    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Outcome {
+    /// One send, bounded by the connection's `timeout:`. A call the provider
+    /// surely never received because it had closed the pooled connection is sent
+    /// once more, on a fresh connection.
+    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest, mark: &SendMark) -> Outcome {
         let Ok(_permit) = self.in_flight.acquire().await else {
-            return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed);
+            return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None);
         };
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let first = self.send_on(&self.client.inner, route, body, call, deadline, mark).await;
+        match first {
+            Attempted::NeverReceived(_) => {
+                self.fresh_resends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match self.send_on(&self.client.fresh, route, body, call, deadline, mark).await {
+                    Attempted::Done(sent) => sent,
+                    // Twice refused unread: the provider is closing every connection.
+                    Attempted::NeverReceived(reason) => fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason)),
+                }
+            }
+            Attempted::Done(sent) => sent,
+        }
+    }
+
+    /// One send through `client`, bounded by `deadline`.
+    async fn send_on(
+        &self,
+        client: &Inner,
+        route: &Route,
+        body: &Bytes,
+        call: &CallRequest,
+        deadline: tokio::time::Instant,
+        mark: &SendMark,
+    ) -> Attempted {
+        let attempted = self.send_on_marked(client, route, body, call, deadline, mark).await;
+        mark.settled();
+        attempted
+    }
+
+    /// [`HttpDriver::send_on`], before the mark is settled.
+    async fn send_on_marked(
+        &self,
+        client: &Inner,
+        route: &Route,
+        body: &Bytes,
+        call: &CallRequest,
+        deadline: tokio::time::Instant,
+        mark: &SendMark,
+    ) -> Attempted {
         let mut req = match self.request(route, body, call) {
             Ok(r) => r,
-            Err(_) => return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpBadRequest),
+            Err(_) => {
+                return Attempted::Done(fail_with(
+                    FailureKind::InternalFault,
+                    RuntimeCode::HttpBadRequest.as_str(),
+                    None,
+                ));
+            }
         };
         // Tells a timeout before a connection was had (the call never left) from
-        // one after the request went out.
-        let captured = capture_connection(&mut req);
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        let answer = match tokio::time::timeout_at(deadline, self.client.inner.request(req)).await {
+        // one after the request went out, and what the connection saw.
+        let captured = Arc::new(capture_connection(&mut req));
+        // The request is written as soon as hyper has a connection for it.
+        let probe = captured.clone();
+        mark.sending(route.idempotent, move || probe.connection_metadata().is_some());
+        let answer = match tokio::time::timeout_at(deadline, client.request(req)).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => return transport_failure(&e, route.idempotent),
-            Err(_) if captured.connection_metadata().is_none() => {
-                return Outcome::fail(FailureKind::Unavailable, CODE_CONNECT);
+            Ok(Err(e)) => {
+                let watch = captured.connection_metadata().as_ref().and_then(watch_of);
+                if let Some(w) = watch
+                    && w.never_received()
+                {
+                    return Attempted::NeverReceived(deepest_text(&e));
+                }
+                return Attempted::Done(transport_failure(&e, route.idempotent));
             }
-            Err(_) => return no_answer(route.idempotent),
+            Err(_) if captured.connection_metadata().is_none() => {
+                let reason = format!("no connection within {} ms", self.timeout.as_millis());
+                return Attempted::Done(fail_with(FailureKind::Unavailable, CODE_CONNECT_TIMEOUT, Some(reason)));
+            }
+            Err(_) => {
+                let reason = format!("no answer within {} ms", self.timeout.as_millis());
+                return Attempted::Done(no_answer(route.idempotent, reason));
+            }
         };
         let (parts, incoming) = answer.into_parts();
-        // The status decides when the body cannot be read in time or is too long.
         let body = match tokio::time::timeout_at(deadline, Limited::new(incoming, MAX_ANSWER_BODY).collect()).await {
             Ok(Ok(collected)) => Some(collected.to_bytes()),
-            _ => None,
+            // Longer than what is read of a body: the status decides.
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => None,
+            // The body ended before its length or its last chunk: whatever it held
+            // (a failure body wins on any status) is unknown. A defect of the
+            // provider, as an answer that is not HTTP.
+            Ok(Err(e)) => {
+                let reason =
+                    format!("the body of a {} answer was cut short: {}", parts.status.as_u16(), deepest_text(&*e));
+                let mut f = CallFailure::new(FailureKind::InternalFault, CODE_INVALID_ANSWER).with_reason(reason);
+                f.http_status = Some(parts.status.as_u16());
+                return Attempted::Done(Outcome::Failed(f));
+            }
+            // A body that does not come in time: the status decides.
+            Err(_) => None,
         };
-        map_answer(parts.status, &parts.headers, body.as_deref(), SystemTime::now())
+        Attempted::Done(map_answer(parts.status, &parts.headers, body.as_deref(), SystemTime::now()))
     }
 }
 
+/// How one send through one client ended.
+enum Attempted {
+    /// The provider surely never received it (the text of the failure).
+    NeverReceived(String),
+    /// It ended this way.
+    Done(Outcome),
+}
+
+/// A failure with a short reason: the underlying error's text, never a header
+/// value or a body.
+fn fail_with(kind: FailureKind, code: &str, reason: Option<String>) -> Outcome {
+    let mut f = CallFailure::new(kind, code);
+    f.reason = reason;
+    Outcome::Failed(f)
+}
+
+/// What the watching connector saw of the connection a request went to.
+fn watch_of(connected: &Connected) -> Option<WatchSnapshot> {
+    let mut ext = hyper::http::Extensions::new();
+    connected.get_extras(&mut ext);
+    ext.get::<Watched>().map(Watched::snapshot)
+}
+
+/// The text of the innermost error of a chain: the cause in its own words
+/// ("Connection refused (os error 111)"), without hyper's wrappers.
+pub(crate) fn deepest_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    let text = last.to_string();
+    // A reason is a few words for a log line: an error's text is cut at 200
+    // characters.
+    text.chars().take(200).collect()
+}
+
+/// The url and the action's path, joined by exactly one `/`.
+pub fn join_url(url: &str, path: &str) -> String {
+    format!("{}/{}", url.trim_end_matches('/'), path.trim_start_matches('/'))
+}
+
 /// A call that was sent and got no answer.
-fn no_answer(idempotent: bool) -> Outcome {
+fn no_answer(idempotent: bool, reason: String) -> Outcome {
     let kind = if idempotent { FailureKind::Unavailable } else { FailureKind::OutcomeUnknown };
-    Outcome::fail(kind, CODE_NO_ANSWER)
+    fail_with(kind, CODE_NO_ANSWER, Some(reason))
+}
+
+/// The TLS error in an error's chain, if any (also inside an `io::Error`).
+fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && let Some(t) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
+        {
+            return Some(t);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// Whether a TLS error is the handshake's: a certificate or protocol refused by
+/// either side. In TLS 1.3 a server refuses the client's certificate after the
+/// client has finished its side of the handshake, so the refusal arrives as an
+/// alert when the answer is read; the server never took the request.
+fn is_handshake_failure(e: &rustls::Error) -> bool {
+    use rustls::AlertDescription as A;
+    match e {
+        rustls::Error::AlertReceived(a) => matches!(
+            a,
+            A::HandshakeFailure
+                | A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                | A::AccessDenied
+                | A::CertificateRequired
+                | A::ProtocolVersion
+                | A::InsufficientSecurity
+                | A::IllegalParameter
+                | A::DecryptError
+        ),
+        _ => true,
+    }
 }
 
 /// A client error: before the request left, or after.
 fn transport_failure(e: &hyper_util::client::legacy::Error, idempotent: bool) -> Outcome {
-    let never_sent = e.is_connect()
-        || std::error::Error::source(e).and_then(|s| s.downcast_ref::<hyper::Error>()).is_some_and(|h| h.is_canceled());
-    if never_sent { Outcome::fail(FailureKind::Unavailable, CODE_CONNECT) } else { no_answer(idempotent) }
+    let reason = deepest_text(e);
+    if let Some(t) = tls_error(e)
+        && (e.is_connect() || is_handshake_failure(t))
+    {
+        return fail_with(FailureKind::Unavailable, CODE_TLS, Some(t.to_string()));
+    }
+    if e.is_connect() {
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = cur {
+            if let Some(named) = err.downcast_ref::<ConnectFailure>() {
+                return fail_with(FailureKind::Unavailable, named.code, Some(named.reason.clone()));
+            }
+            cur = err.source();
+        }
+        // The TCP connection was made (its failures are named above): what failed
+        // is the TLS layer over it, such as a handshake the server ended.
+        return fail_with(FailureKind::Unavailable, CODE_TLS, Some(reason));
+    }
+    let hyper_err = std::error::Error::source(e).and_then(|s| s.downcast_ref::<hyper::Error>());
+    if hyper_err.is_some_and(|h| h.is_canceled()) {
+        // The pool's connection closed before the request was written.
+        return fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason));
+    }
+    if hyper_err.is_some_and(|h| h.is_parse() || h.is_parse_status()) {
+        return fail_with(FailureKind::InternalFault, CODE_INVALID_ANSWER, Some(reason));
+    }
+    no_answer(idempotent, reason)
 }
 
 /// Map a provider's answer to an outcome, as runtime.md's table says: a
@@ -408,53 +713,68 @@ struct WireEvent<'a> {
     name: &'a str,
 }
 
+impl HttpDriver {
+    /// Make the call: the connection's sends of it, as [`Driver::call`] says.
+    async fn call_sends(&self, request: CallRequest, mark: SendMark) -> Outcome {
+        let started = Instant::now();
+        let Some(route) = self.routes.get(&request.action) else {
+            return fail_with(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction.as_str(), None);
+        };
+        let body = WireBody {
+            action: &request.action,
+            args: &request.args,
+            event: WireEvent { id: request.event_id, name: &request.event },
+            delivery: request.delivery,
+            attempt: request.attempt,
+        };
+        let body = match serde_json::to_vec(&body) {
+            Ok(b) => Bytes::from(b),
+            Err(_) => return fail_with(FailureKind::InternalFault, RuntimeCode::HttpBadBody.as_str(), None),
+        };
+        let mut sends = 1;
+        loop {
+            let sent_at = Instant::now();
+            let sent = self.send(route, &body, &request, &mark).await;
+            if sends >= self.attempts || !resendable(&sent) {
+                return sent;
+            }
+            let asked = match &sent {
+                Outcome::Failed(f) => f.retry_after_ms.unwrap_or(0),
+                Outcome::Succeeded { .. } => 0,
+            };
+            let wait = self.client.random.with(|r| resend_wait_ms(sends, r)).max(asked);
+            // Re-send only when the wait, and a send as long as the last one,
+            // fit in what is left of the run's time limit: never sleep past the
+            // limit, and give the re-send a fair chance to end by itself. A
+            // Retry-After too long for that is left to the core, which honours
+            // it between attempts.
+            let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+            let needed = ms(started.elapsed())
+                .saturating_add(wait)
+                .saturating_add(ms(sent_at.elapsed()))
+                .saturating_add(RUN_LIMIT_MARGIN_MS);
+            if needed > route.run_limit_ms {
+                return sent;
+            }
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            sends += 1;
+        }
+    }
+
+    /// Calls sent a second time on a fresh connection because the provider had
+    /// closed the pooled one before reading them.
+    pub fn resent_on_fresh_connection(&self) -> u64 {
+        self.fresh_resends.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 impl Driver for HttpDriver {
     fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome> {
-        Box::pin(async move {
-            let started = Instant::now();
-            let Some(route) = self.routes.get(&request.action) else {
-                return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction);
-            };
-            let body = WireBody {
-                action: &request.action,
-                args: &request.args,
-                event: WireEvent { id: request.event_id, name: &request.event },
-                delivery: request.delivery,
-                attempt: request.attempt,
-            };
-            let body = match serde_json::to_vec(&body) {
-                Ok(b) => Bytes::from(b),
-                Err(_) => return Outcome::fail(FailureKind::InternalFault, RuntimeCode::HttpBadBody),
-            };
-            let mut sends = 1;
-            loop {
-                let sent_at = Instant::now();
-                let outcome = self.send(route, &body, &request).await;
-                if sends >= self.attempts || !resendable(&outcome) {
-                    return outcome;
-                }
-                let asked = match &outcome {
-                    Outcome::Failed(f) => f.retry_after_ms.unwrap_or(0),
-                    Outcome::Succeeded { .. } => 0,
-                };
-                let wait = resend_wait_ms(sends, &mut rand::rng()).max(asked);
-                // Re-send only when the wait, and a send as long as the last one,
-                // fit in what is left of the run's time limit: never sleep past the
-                // limit, and give the re-send a fair chance to end by itself. A
-                // Retry-After too long for that is left to the core, which honours
-                // it between attempts.
-                let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-                let needed = ms(started.elapsed())
-                    .saturating_add(wait)
-                    .saturating_add(ms(sent_at.elapsed()))
-                    .saturating_add(RUN_LIMIT_MARGIN_MS);
-                if needed > route.run_limit_ms {
-                    return outcome;
-                }
-                tokio::time::sleep(Duration::from_millis(wait)).await;
-                sends += 1;
-            }
-        })
+        Box::pin(self.call_sends(request, SendMark::new()))
+    }
+
+    fn call_marked(&self, request: CallRequest, sent: SendMark) -> BoxFuture<'_, Outcome> {
+        Box::pin(self.call_sends(request, sent))
     }
 }
 
