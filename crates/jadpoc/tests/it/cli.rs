@@ -183,18 +183,18 @@ fn explain_lists_every_code_and_finds_a_code_by_its_last_part() {
 fn explain_answers_for_the_runtimes_codes() {
     let explain =
         |code: &str| std::process::Command::new(common::JADPOC).args(["explain", code]).output().expect("explain");
-    let out = explain("transport.connect");
+    let out = explain("transport.refused");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("# transport.connect (unavailable)\n"), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("# transport.refused (unavailable)\n"), "{}", stdout(&out));
     // A member of a family is explained by the family's entry.
     let out = explain("http.503");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("# http.NNN "), "{}", stdout(&out));
     let out = explain("ingest.missing_field");
     assert!(stdout(&out).starts_with("# ingest.missing_field (HTTP 422)"), "{}", stdout(&out));
-    let out = explain("connect");
+    let out = explain("refused");
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("did you mean `transport.connect`?"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("did you mean `transport.refused`?"), "{}", stderr(&out));
 }
 
 #[test]
@@ -259,7 +259,8 @@ fn deliveries_filter_by_state_and_subscriber() {
 #[test]
 fn deliveries_show_says_why_a_delivery_ended_and_each_attempts_reason() {
     // One attempt, on a port where nothing listens: the attempt fails
-    // `transport.connect`, and the delivery ends with its attempts used.
+    // `transport.refused` with the system's error as its reason, and the delivery
+    // ends with its attempts used.
     let e = Env::new("outbox.db", |dir| {
         let path = dir.join("one.jadpo");
         std::fs::write(
@@ -278,14 +279,14 @@ fn deliveries_show_says_why_a_delivery_ended_and_each_attempts_reason() {
     let shown = e.show(id);
     assert_eq!(shown["end_reason"], "attempts_used", "{shown:#}");
     let attempt = &shown["history"][0];
-    assert_eq!(attempt["code"], "transport.connect", "{shown:#}");
-    // The driver's reason, when it gives one (`null` otherwise), per attempt and
-    // on the last failure; the text shows it after the code (views' unit test).
-    assert!(attempt.get("reason").is_some_and(|r| r.is_null() || r.is_string()), "{shown:#}");
-    assert!(shown["last_failure"].get("reason").is_some(), "{shown:#}");
+    assert_eq!(attempt["code"], "transport.refused", "{shown:#}");
+    let reason = attempt["reason"].as_str().unwrap_or_default();
+    assert!(!reason.is_empty(), "{shown:#}");
+    assert_eq!(shown["last_failure"]["reason"], reason, "{shown:#}");
     let out = e.jadpoc(&["deliveries", "show", &id.to_string(), "--db", e.db()]);
     let text = stdout(&out);
     assert!(text.contains("ended       attempts_used"), "{text}");
+    assert!(text.contains(&format!("unavailable (transport.refused): {reason}\n")), "{text}");
 }
 
 #[test]
