@@ -41,6 +41,8 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     /// Rewrite files in the canonical layout, keeping every comment.
     Fmt(cmd::fmt::FmtArgs),
+    /// Run the language server over stdin and stdout, for editors.
+    Lsp(cmd::lsp::LspArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Fmt(args) => cmd::fmt::run(args),
+        Command::Lsp(args) => cmd::lsp::run(args),
     }
 }
 

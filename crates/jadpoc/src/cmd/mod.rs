@@ -6,6 +6,7 @@ pub mod deliveries;
 pub mod emit;
 pub mod explain;
 pub mod fmt;
+pub mod lsp;
 pub mod plan;
 pub mod run;
 pub mod status;

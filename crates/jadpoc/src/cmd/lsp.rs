@@ -1,0 +1,32 @@
+//! `jadpoc lsp`: the language server, over stdin and stdout.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct LspArgs {
+    /// Accepted for editors that pass it (VS Code's language client does); stdio is
+    /// the only transport.
+    #[arg(long)]
+    stdio: bool,
+}
+
+pub fn run(_args: LspArgs) -> ExitCode {
+    let (connection, io_threads) = jadpo_lsp::Connection::stdio();
+    // A workspace folder's files are found as `jadpoc check DIR` finds them; a folder
+    // with none is an empty program, not an error.
+    let options = jadpo_lsp::Options {
+        find_files: Box::new(|dir: &Path| crate::load::find_files(&[dir.to_path_buf()]).unwrap_or_default()),
+    };
+    let outcome = jadpo_lsp::run(connection, options);
+    // The reader thread ends when the client closes stdin; the writer when the
+    // connection is dropped.
+    let joined = io_threads.join();
+    match outcome.map_err(|e| e.to_string()).and(joined.map_err(|e| e.to_string())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jadpoc lsp: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
