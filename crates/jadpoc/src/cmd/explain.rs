@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct ExplainArgs {
-    /// A code such as `subscriber.retry_invalid` or `transport.connect`; every code
+    /// A code such as `subscriber.retry_invalid` or `transport.refused`; every code
     /// is listed when none is given.
     code: Option<String>,
 }

@@ -259,7 +259,8 @@ fn deliveries_filter_by_state_and_subscriber() {
 #[test]
 fn deliveries_show_says_why_a_delivery_ended_and_each_attempts_reason() {
     // One attempt, on a port where nothing listens: the attempt fails
-    // `transport.refused`, and the delivery ends with its attempts used.
+    // `transport.refused` with the system's error as its reason, and the delivery
+    // ends with its attempts used.
     let e = Env::new("outbox.db", |dir| {
         let path = dir.join("one.jadpo");
         std::fs::write(
@@ -279,13 +280,13 @@ fn deliveries_show_says_why_a_delivery_ended_and_each_attempts_reason() {
     assert_eq!(shown["end_reason"], "attempts_used", "{shown:#}");
     let attempt = &shown["history"][0];
     assert_eq!(attempt["code"], "transport.refused", "{shown:#}");
-    // The driver's reason, per attempt and on the last failure; the text shows it
-    // after the code (views' unit test).
-    assert!(attempt["reason"].as_str().is_some_and(|r| !r.is_empty()), "{shown:#}");
-    assert!(shown["last_failure"].get("reason").is_some(), "{shown:#}");
+    let reason = attempt["reason"].as_str().unwrap_or_default();
+    assert!(!reason.is_empty(), "{shown:#}");
+    assert_eq!(shown["last_failure"]["reason"], reason, "{shown:#}");
     let out = e.jadpoc(&["deliveries", "show", &id.to_string(), "--db", e.db()]);
     let text = stdout(&out);
     assert!(text.contains("ended       attempts_used"), "{text}");
+    assert!(text.contains(&format!("unavailable (transport.refused): {reason}\n")), "{text}");
 }
 
 #[test]
