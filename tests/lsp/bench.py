@@ -124,7 +124,7 @@ def bench(jadpoc: str, subscribers: int, edits: int) -> None:
         client.proc.wait(timeout=30)
         size = len(text.encode())
         print(
-            f"{subscribers} subscribers, {text.count(chr(10))} lines, {size / 1e6:.1f} MB: "
+            f"{subscribers} subscribers, {text.count(chr(10))} lines, {size / 1024:.0f} KiB: "
             f"diagnostics after an edit: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; "
             f"memory: resident {rss / 1024:.1f} MiB ({rss * 1024 / size:.1f}x the source), peak {peak / 1024:.1f} MiB "
             f"({peak * 1024 / size:.1f}x)"

@@ -129,13 +129,15 @@ pub(crate) fn request(server: &mut Server, req: Request) -> Result<Value, Error>
         r::Completion::METHOD => {
             let p: lsp::CompletionParams = params(req)?;
             let at = &p.text_document_position;
+            let snippets = server.snippets;
             let Some((a, file, _)) = server.analysis_for(at.text_document.uri.as_str()) else { return Ok(Value::Null) };
             let offset = offset(a, file, at.position, enc);
             let items: Vec<lsp::CompletionItem> = a
                 .completion(file, offset)
                 .into_iter()
                 .map(|c| {
-                    let snippet = c.snippet.is_some();
+                    // A client without snippets gets the bare name.
+                    let snippet = c.snippet.is_some() && snippets;
                     lsp::CompletionItem {
                         kind: Some(completion_kind(c.kind)),
                         detail: c.detail,
@@ -146,7 +148,7 @@ pub(crate) fn request(server: &mut Server, req: Request) -> Result<Value, Error>
                         }),
                         text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
                             range: range(a, file, c.replace, enc),
-                            new_text: c.snippet.unwrap_or_else(|| c.label.clone()),
+                            new_text: c.snippet.filter(|_| snippets).unwrap_or_else(|| c.label.clone()),
                         })),
                         label: c.label,
                         ..Default::default()

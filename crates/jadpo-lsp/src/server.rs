@@ -54,6 +54,8 @@ pub(crate) struct Program {
 pub(crate) struct Server {
     pub sender: crossbeam_channel::Sender<Message>,
     pub enc: Encoding,
+    /// Whether the client takes snippets in completion items.
+    pub snippets: bool,
     pub docs: HashMap<String, Doc>,
     pub programs: Vec<Program>,
     find_files: FindFiles,
@@ -93,6 +95,14 @@ pub fn run(connection: Connection, options: Options) -> Result<(), String> {
         .and_then(|g| g.position_encodings.as_ref())
         .is_some_and(|encs| encs.contains(&lsp::PositionEncodingKind::UTF8));
     let enc = if utf8 { Encoding::Utf8 } else { Encoding::Utf16 };
+    let snippets = params
+        .capabilities
+        .text_document
+        .as_ref()
+        .and_then(|t| t.completion.as_ref())
+        .and_then(|c| c.completion_item.as_ref())
+        .and_then(|i| i.snippet_support)
+        .unwrap_or(false);
     let mut roots: Vec<PathBuf> =
         params.workspace_folders.iter().flatten().filter_map(|f| path_of(f.uri.as_str())).collect();
     #[allow(deprecated)]
@@ -121,6 +131,7 @@ pub fn run(connection: Connection, options: Options) -> Result<(), String> {
     let mut server = Server {
         sender: connection.sender.clone(),
         enc,
+        snippets,
         docs: HashMap::new(),
         programs: Vec::new(),
         find_files: options.find_files,
