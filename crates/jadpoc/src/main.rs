@@ -36,6 +36,8 @@ enum Command {
     Test(cmd::test::TestArgs),
     /// Show when each attempt of each subscriber's budget starts.
     Plan(cmd::plan::PlanArgs),
+    /// Apply the store's migrations now, or print their SQL.
+    Migrate(cmd::migrate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Breakers(args) => cmd::breakers::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Migrate(args) => cmd::migrate::run(args),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod check;
 pub mod deliveries;
 pub mod emit;
 pub mod explain;
+pub mod migrate;
 pub mod plan;
 pub mod run;
 pub mod status;

@@ -57,7 +57,13 @@ enum LogFormatArg {
 /// `create`, else read-only (the listing commands only read). A one-line message
 /// and exit 2 when it cannot be.
 pub fn open_store(db: &Path, create: bool) -> Result<Box<dyn Store>, ExitCode> {
-    let location = Location::parse(&db.to_string_lossy());
+    // `JADPO_DATABASE_URL` names the store when `--db` is left at its default.
+    let given = db.to_string_lossy();
+    let location = if given == DEFAULT_DB {
+        Location::choose(None, std::env::var(store::DATABASE_URL_ENV).ok().as_deref())
+    } else {
+        Location::parse(&given)
+    };
     let options = if create { OpenOptions::read_write() } else { OpenOptions::read_only() };
     store::open(&location, options).map_err(|e| {
         eprintln!("jadpoc: {e}");
