@@ -180,3 +180,28 @@ fn store_migrate_emit_run_and_list_on_postgres() {
     assert_eq!(list.len(), 3);
     assert_eq!(e.status()["states"]["succeeded"], 3);
 }
+
+#[test]
+fn store_three_runs_on_one_postgres_database_run_each_delivery_once() {
+    let Some(pg) = PgDb::new() else { return };
+    let mut e = Env::new("unused.db", program);
+    e.db = PathBuf::from(&pg.url);
+    let nd = e.dir.join("events.ndjson");
+    let lines: String = (0..300).map(|i| format!("{{\"id\": \"p{i}\"}}\n")).collect();
+    std::fs::write(&nd, lines).expect("write events");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("utf-8"), "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: Vec<_> = (0..3).map(|_| e.start_run(&["--fake", "c=ok", "--batch", "7"], &[])).collect();
+    let start = std::time::Instant::now();
+    let mut list = e.deliveries();
+    while !list.iter().all(|d| common::state(d) == "succeeded") && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        list = e.deliveries();
+    }
+    for run in runs {
+        common::stop(run);
+    }
+    assert_eq!(list.len(), 300);
+    assert!(list.iter().all(|d| common::state(d) == "succeeded"), "not all delivered: {list:#?}");
+    assert!(list.iter().all(|d| d["attempts"] == 1), "a delivery ran twice: {list:#?}");
+}
