@@ -29,7 +29,7 @@ write_program "http://127.0.0.1:9/x"
 for N in $BACKLOGS; do
   write_events "$N"
   for P in $PROCESSES; do
-    psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null
+    psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
     psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
     S=$(date +%s.%N)
     "$J" emit p.jadpo Paid --ndjson paid.ndjson --db "$URL" 2>/dev/null
@@ -41,7 +41,7 @@ for N in $BACKLOGS; do
       PIDS+=($!)
     done
     while true; do
-      DONE=$(cat run*.log | grep -c '"state":"succeeded"' || true)
+      DONE=$(cat run*.log 2>/dev/null | grep -c '"state":"succeeded"' || true)
       [ "$DONE" -ge "$N" ] && break
       sleep 0.5
     done

@@ -194,7 +194,8 @@ fn store_three_runs_on_one_postgres_database_run_each_delivery_once() {
     let runs: Vec<_> = (0..3).map(|_| e.start_run(&["--fake", "c=ok", "--batch", "7"], &[])).collect();
     let start = std::time::Instant::now();
     let mut list = e.deliveries();
-    while !list.iter().all(|d| common::state(d) == "succeeded") && start.elapsed() < std::time::Duration::from_secs(60) {
+    while !list.iter().all(|d| common::state(d) == "succeeded") && start.elapsed() < std::time::Duration::from_secs(60)
+    {
         std::thread::sleep(std::time::Duration::from_millis(100));
         list = e.deliveries();
     }
