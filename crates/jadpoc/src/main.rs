@@ -43,6 +43,8 @@ enum Command {
     Fmt(cmd::fmt::FmtArgs),
     /// Run the language server over stdin and stdout, for editors.
     Lsp(cmd::lsp::LspArgs),
+    /// Apply the store's migrations now, or print their SQL.
+    Migrate(cmd::migrate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => cmd::plan::run(args),
         Command::Fmt(args) => cmd::fmt::run(args),
         Command::Lsp(args) => cmd::lsp::run(args),
+        Command::Migrate(args) => cmd::migrate::run(args),
     }
 }
 

@@ -8,8 +8,10 @@
 //! [`open`] chooses the store from where it is: a path is SQLite, a `postgres://`
 //! URL is PostgreSQL.
 
+pub mod postgres;
 mod sqlite;
 
+pub use postgres::PgStore;
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
 use crate::rules::breaker::BreakerRow;
@@ -93,9 +95,7 @@ impl Location {
 pub fn open(location: &Location, options: OpenOptions) -> Result<Box<dyn Store>, StoreError> {
     match location {
         Location::Sqlite(path) => open_sqlite(path, options).map(|s| Box::new(s) as Box<dyn Store>),
-        Location::Postgres(_) => Err(StoreError::Unsupported(
-            "PostgreSQL stores are not built into this jadpoc; give `--db` a file path".into(),
-        )),
+        Location::Postgres(url) => PgStore::open(url, options).map(|s| Box::new(s) as Box<dyn Store>),
     }
 }
 
@@ -190,9 +190,17 @@ pub enum StoreError {
         /// The file given.
         path: String,
     },
-    /// A store this build cannot open.
-    #[error("{0}")]
-    Unsupported(String),
+    /// The database server could not be reached (the URL shown without password).
+    #[error("cannot reach the database `{url}`: {message}")]
+    Unreachable {
+        /// The URL, its password replaced by `***`.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Any other PostgreSQL failure.
+    #[error("database error: {0}")]
+    Postgres(String),
     /// The store could not be created or opened.
     #[error("cannot open the store `{path}`: {message}")]
     Open {

@@ -231,3 +231,7 @@ pub(crate) use breaker_suite;
 mod sqlite {
     super::breaker_suite!(super::fixture::sqlite);
 }
+
+mod postgres {
+    super::breaker_suite!(super::fixture::postgres);
+}

@@ -9,7 +9,7 @@ use common::{T0, TIMEOUT_MS, claim, claim_with, event};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
-    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
+    DeliveryFilter, NewEvent, OpenOptions, PgStore, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
 };
 use std::collections::HashSet;
 use std::sync::{Barrier, Mutex};
@@ -427,6 +427,10 @@ mod sqlite {
     super::store_suite!(super::fixture::sqlite);
 }
 
+mod postgres {
+    super::store_suite!(super::fixture::postgres);
+}
+
 /// A folder made read-only for real: a small filesystem remounted read-only when
 /// running as root (who ignores permissions), else permissions taken away.
 /// `None` (with a message) when neither can be done here.
@@ -583,4 +587,74 @@ fn a_full_disk_is_reported_as_a_full_disk() {
     assert!(err.to_string().contains("is full; no change was made"), "{err}");
     // What was stored before is still there.
     assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), stored);
+}
+
+#[test]
+fn postgres_ten_processes_starting_at_once_apply_each_migration_once() {
+    let Some(db) = fixture::pg_database() else { return };
+    let barrier = Barrier::new(10);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let (db, barrier) = (&db, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    PgStore::open(&db.url, OpenOptions::read_write())?.emit(&[event(i)], T0)
+                })
+            })
+            .collect();
+        for h in handles {
+            let r = h.join().unwrap();
+            assert!(r.is_ok(), "{r:?}");
+        }
+    });
+    let mut c = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    let applied: Vec<i64> = c
+        .query("SELECT version FROM jadpo.schema_migrations ORDER BY version", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(applied, (1..=jadpo_runtime::store::postgres::schema::VERSION).collect::<Vec<_>>());
+    assert_eq!(db.open().deliveries(&DeliveryFilter::default()).unwrap().len(), 10);
+}
+
+#[test]
+fn postgres_a_newer_schema_is_refused_and_a_missing_one_is_not_created_by_a_reader() {
+    let Some(db) = fixture::pg_database() else { return };
+    let reader = PgStore::open(&db.url, OpenOptions::read_only()).map(|_| ()).unwrap_err();
+    assert!(matches!(reader, StoreError::Missing { .. }), "{reader:?}");
+    let mut c = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    let schemas: i64 = c.query_one("SELECT count(*) FROM pg_namespace WHERE nspname = 'jadpo'", &[]).unwrap().get(0);
+    assert_eq!(schemas, 0, "a reader creates nothing");
+    drop(PgStore::open(&db.url, OpenOptions::read_write()).unwrap());
+    c.execute("INSERT INTO jadpo.schema_migrations (version) VALUES (99)", &[]).unwrap();
+    for options in [OpenOptions::read_write(), OpenOptions::read_only()] {
+        let err = PgStore::open(&db.url, options).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err:?}");
+    }
+}
+
+#[test]
+fn postgres_stores_in_two_schemas_of_one_database_are_apart() {
+    let Some(db) = fixture::pg_database() else { return };
+    let a = PgStore::open(&format!("{}?schema=team_a", db.url), OpenOptions::read_write()).unwrap();
+    let b = PgStore::open(&format!("{}?schema=team_b", db.url), OpenOptions::read_write()).unwrap();
+    a.emit(&[event(1), event(2)], T0).unwrap();
+    b.emit(&[event(3)], T0).unwrap();
+    assert_eq!(a.deliveries(&DeliveryFilter::default()).unwrap().len(), 2);
+    assert_eq!(b.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
+}
+
+#[test]
+fn postgres_an_unreachable_server_is_named_without_its_password() {
+    let err = PgStore::open(
+        "postgres://jadpo:s3cret@127.0.0.1:9/nothing?connect_timeout=1&sslmode=disable",
+        OpenOptions { lock_wait: Duration::from_secs(1), ..OpenOptions::read_only() },
+    )
+    .map(|_| ())
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("cannot reach the database `postgres://jadpo:***@127.0.0.1:9/nothing"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
 }

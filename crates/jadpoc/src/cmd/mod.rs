@@ -7,6 +7,7 @@ pub mod emit;
 pub mod explain;
 pub mod fmt;
 pub mod lsp;
+pub mod migrate;
 pub mod plan;
 pub mod run;
 pub mod status;

@@ -116,3 +116,93 @@ fn store_listings_work_beside_a_writer_holding_the_lock() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "the listings waited on the lock");
     locker.execute_batch("ROLLBACK").expect("unlock");
 }
+
+/// A fresh PostgreSQL database for one test, dropped after; `None` (with a
+/// message) when no server answers outside CI.
+struct PgDb {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl PgDb {
+    fn new() -> Option<PgDb> {
+        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
+        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
+            Ok(c) => c,
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
+            }
+            Err(e) => {
+                eprintln!(
+                    "skipped: needs PostgreSQL ({admin}: {e}); start it on 127.0.0.1:5432 with trust \
+                     authentication for user `postgres` and a database `test`, or set JADPO_TEST_POSTGRES_URL"
+                );
+                return None;
+            }
+        };
+        let name = format!("jadpoc_t_{}", std::process::id());
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
+        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
+        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+        Some(PgDb { url: format!("{base}/{name}"), admin, name })
+    }
+}
+
+impl Drop for PgDb {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
+
+#[test]
+fn store_migrate_emit_run_and_list_on_postgres() {
+    let Some(pg) = PgDb::new() else { return };
+    let mut e = Env::new("unused.db", program);
+    e.db = PathBuf::from(&pg.url);
+    let out = e.jadpoc(&["migrate", "--db", e.db(), "--print"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sql = String::from_utf8_lossy(&out.stdout);
+    assert!(sql.contains(r#"CREATE TABLE "jadpo".deliveries"#), "{sql}");
+    let out = e.jadpoc(&["migrate", "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is up to date"));
+    for i in 0..3 {
+        let out = e.jadpoc(&["emit", e.prog(), "Paid", &format!(r#"{{"id": "p{i}"}}"#), "--db", e.db()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (list, _log) = e.run_until_with(&["--fake", "c=ok"], &[], |l| {
+        l.len() == 3 && l.iter().all(|d| common::state(d) == "succeeded")
+    });
+    assert_eq!(list.len(), 3);
+    assert_eq!(e.status()["states"]["succeeded"], 3);
+}
+
+#[test]
+fn store_three_runs_on_one_postgres_database_run_each_delivery_once() {
+    let Some(pg) = PgDb::new() else { return };
+    let mut e = Env::new("unused.db", program);
+    e.db = PathBuf::from(&pg.url);
+    let nd = e.dir.join("events.ndjson");
+    let lines: String = (0..300).map(|i| format!("{{\"id\": \"p{i}\"}}\n")).collect();
+    std::fs::write(&nd, lines).expect("write events");
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", nd.to_str().expect("utf-8"), "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs: Vec<_> = (0..3).map(|_| e.start_run(&["--fake", "c=ok", "--batch", "7"], &[])).collect();
+    let start = std::time::Instant::now();
+    let mut list = e.deliveries();
+    while !list.iter().all(|d| common::state(d) == "succeeded") && start.elapsed() < std::time::Duration::from_secs(60)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        list = e.deliveries();
+    }
+    for run in runs {
+        common::stop(run);
+    }
+    assert_eq!(list.len(), 300);
+    assert!(list.iter().all(|d| common::state(d) == "succeeded"), "not all delivered: {list:#?}");
+    assert!(list.iter().all(|d| d["attempts"] == 1), "a delivery ran twice: {list:#?}");
+}

@@ -95,6 +95,16 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Every migration's SQL, in order, as `jadpoc migrate --print` shows it.
+    pub fn migrations_sql() -> String {
+        let mut out = String::new();
+        for (i, m) in schema::MIGRATIONS.iter().enumerate() {
+            out.push_str(&format!("-- version {}\n{}PRAGMA user_version = {};\n", i + 1, m.trim_start(), i + 1));
+        }
+        out.push_str(&format!("PRAGMA application_id = {APPLICATION_ID};\n"));
+        out
+    }
+
     /// An in-memory store (for the virtual-time runner and tests).
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory().map_err(|e| open_error(":memory:", e))?;

@@ -1,0 +1,273 @@
+//! Breaker rows, shared by every process: each change one guarded statement; an
+//! outcome's count that loses a race is read again and counted again.
+
+use super::super::{BreakerAlert, BreakerSweep, BreakerView, Recorded};
+use super::{StoreError, col, pg_error, q, u32_of};
+use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
+use crate::rules::{self, hold};
+use jadpo_check::program::BreakerState;
+use postgres::{Client, GenericClient, Row, Transaction};
+
+const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
+     probe_delivery, probe_lease_until";
+
+/// How many times an outcome's count is tried against a row other processes keep
+/// changing before the transaction gives up (and is run again by the caller).
+const COUNT_TRIES: usize = 16;
+
+fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
+    let state: String = col(r, "state")?;
+    let state =
+        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    Ok(BreakerView {
+        connection: col(r, "connection")?,
+        row: BreakerRow {
+            state,
+            failures_in_a_row: u32_of(col(r, "failures_in_a_row")?),
+            opened_at_ms: col(r, "opened_at")?,
+            pause_ms: u64::try_from(col::<i64>(r, "pause_ms")?).unwrap_or(0),
+            alerts: u32_of(col(r, "alerts")?),
+            alerted: col::<Option<i64>>(r, "alerted_at")?.is_some(),
+            probe: col(r, "probe_delivery")?,
+            probe_lease_until_ms: col(r, "probe_lease_until")?,
+        },
+        held: u64::try_from(col::<i64>(r, "held")?).unwrap_or(0),
+    })
+}
+
+/// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
+pub(super) fn read_breakers(c: &mut impl GenericClient, s: &str, filter: &str) -> Result<Vec<BreakerView>, StoreError> {
+    let sql = q(
+        &format!(
+            "SELECT {COLUMNS}, (SELECT count(*) FROM {{s}}.deliveries d WHERE d.state = 'held' \
+             AND d.held_connection = b.connection) AS held FROM {{s}}.circuit_breakers b {filter} ORDER BY connection"
+        ),
+        s,
+    );
+    c.query(&sql, &[]).map_err(pg_error)?.iter().map(breaker_of).collect()
+}
+
+/// A connection's breaker row, if it has one.
+pub(super) fn read_breaker(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+) -> Result<Option<BreakerRow>, StoreError> {
+    let sql = q(&format!("SELECT {COLUMNS}, 0::bigint AS held FROM {{s}}.circuit_breakers WHERE connection = $1"), s);
+    match tx.query_opt(&sql, &[&connection]).map_err(pg_error)? {
+        Some(r) => Ok(Some(breaker_of(&r)?.row)),
+        None => Ok(None),
+    }
+}
+
+/// Write a breaker's next row only if the row is still as read (`old`; `None` =
+/// no row yet). Returns whether it did.
+pub(super) fn write_breaker(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    old: Option<&BreakerRow>,
+    next: &BreakerRow,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let state = next.state.as_str();
+    let failures = i64::from(next.failures_in_a_row);
+    let pause = rules::ms_i64(next.pause_ms);
+    let alerts = i64::from(next.alerts);
+    // The next row's values, $1 to $10, for both statements.
+    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![
+        &connection,
+        &state,
+        &failures,
+        &next.opened_at_ms,
+        &pause,
+        &alerts,
+        &next.alerted,
+        &next.probe,
+        &next.probe_lease_until_ms,
+        &now_ms,
+    ];
+    let n = match old {
+        None => tx
+            .execute(
+                &q(
+                    "INSERT INTO {s}.circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
+                     alerts, alerted_at, probe_delivery, probe_lease_until, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10) \
+                     ON CONFLICT (connection) DO NOTHING",
+                    s,
+                ),
+                &params,
+            )
+            .map_err(pg_error)?,
+        Some(old) => {
+            let old_state = old.state.as_str();
+            let old_failures = i64::from(old.failures_in_a_row);
+            let old_alerts = i64::from(old.alerts);
+            params.extend_from_slice(&[&old_state, &old_failures, &old.opened_at_ms, &old.probe, &old_alerts]);
+            tx.execute(
+                &q(
+                    "UPDATE {s}.circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
+                     pause_ms = $5, alerts = $6, alerted_at = CASE WHEN $7 THEN COALESCE(alerted_at, $10) END, \
+                     probe_delivery = $8, probe_lease_until = $9, updated_at = $10 \
+                     WHERE connection = $1 AND state = $11 AND failures_in_a_row = $12 \
+                     AND opened_at IS NOT DISTINCT FROM $13 AND probe_delivery IS NOT DISTINCT FROM $14 \
+                     AND alerts = $15",
+                    s,
+                ),
+                &params,
+            )
+            .map_err(pg_error)?
+        }
+    };
+    Ok(n == 1)
+}
+
+/// Count a written outcome for its connection's breaker (the core's
+/// `after_attempt`), reading the row again whenever another process changed it
+/// first. Returns what the count did.
+pub(super) fn count_outcome(tx: &mut Transaction<'_>, s: &str, r: &Recorded) -> Result<AfterAttempt, StoreError> {
+    for _ in 0..COUNT_TRIES {
+        let current = read_breaker(tx, s, &r.connection)?;
+        let old = current.clone().unwrap_or_default();
+        let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
+        if next == old {
+            return Ok(AfterAttempt::Nothing);
+        }
+        if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+            return Ok(what);
+        }
+    }
+    Err(StoreError::Postgres(format!("the breaker of `{}` kept changing under this outcome's count", r.connection)))
+}
+
+/// Release one held delivery as read: pending, due at once, its time held
+/// counted by the core's rule. Returns whether the row was as read and changed.
+fn release_one(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    id: i64,
+    held_ms: i64,
+    held_since: Option<i64>,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let after = hold::held_ms_after_release(held_ms, held_since, now_ms);
+    let n = tx
+        .execute(
+            &q(
+                "UPDATE {s}.deliveries SET state = 'pending', due_at = $2, held_ms = $5, held_since = NULL, \
+                 held_connection = NULL WHERE id = $1 AND state = 'held' AND held_ms = $3 \
+                 AND held_since IS NOT DISTINCT FROM $4",
+                s,
+            ),
+            &[&id, &now_ms, &held_ms, &held_since, &after],
+        )
+        .map_err(pg_error)?;
+    Ok(n == 1)
+}
+
+fn release_rows(tx: &mut Transaction<'_>, s: &str, rows: Vec<Row>, now_ms: i64) -> Result<u64, StoreError> {
+    let mut released = 0;
+    for r in &rows {
+        if release_one(tx, s, col(r, "id")?, col(r, "held_ms")?, col(r, "held_since")?, now_ms)? {
+            released += 1;
+        }
+    }
+    Ok(released)
+}
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
+pub(super) fn release_held(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    one: Option<i64>,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let rows = tx
+        .query(
+            &q(
+                "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+                 AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
+                s,
+            ),
+            &[&connection, &one],
+        )
+        .map_err(pg_error)?;
+    release_rows(tx, s, rows, now_ms)
+}
+
+/// Held deliveries whose connection has no breaker that is not closed.
+pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+     {s}.circuit_breakers b WHERE b.connection = held_connection AND b.state <> 'closed')";
+
+fn held_by_outage(tx: &mut Transaction<'_>, s: &str, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
+    let row = tx
+        .query_one(
+            &q(
+                "SELECT (SELECT count(*) FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1) + \
+                 (SELECT count(*) FROM {s}.deliveries WHERE state = 'pending' AND due_at <= $2 AND connection = $1) \
+                 AS n",
+                s,
+            ),
+            &[&connection, &now_ms],
+        )
+        .map_err(pg_error)?;
+    Ok(u64::try_from(col::<i64>(&row, "n")?).unwrap_or(0))
+}
+
+pub(super) fn sweep(
+    client: &mut Client,
+    s: &str,
+    now_ms: i64,
+    lease_until: &dyn Fn(&str) -> i64,
+) -> Result<BreakerSweep, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let orphans = tx
+        .query(
+            &q(&format!("SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"), s),
+            &[],
+        )
+        .map_err(pg_error)?;
+    let released = release_rows(&mut tx, s, orphans, now_ms)?;
+    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
+    for view in read_breakers(&mut tx, s, "WHERE state <> 'closed'")? {
+        let BreakerView { connection, row, held } = view;
+        let mut row = row;
+        if breaker::alert_due(&row) {
+            let raised = breaker::alert_raised(&row);
+            if write_breaker(&mut tx, s, &connection, Some(&row), &raised, now_ms)? {
+                let held = held_by_outage(&mut tx, s, &connection, now_ms)?;
+                sweep.alerts.push(BreakerAlert {
+                    connection: connection.clone(),
+                    since_ms: row.opened_at_ms.unwrap_or(now_ms),
+                    held,
+                });
+                row = raised;
+            }
+        }
+        if held == 0 {
+            continue;
+        }
+        let longest = tx
+            .query_opt(
+                &q(
+                    "SELECT id, subscriber FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+                     ORDER BY held_since, id LIMIT 1",
+                    s,
+                ),
+                &[&connection],
+            )
+            .map_err(pg_error)?;
+        let Some(longest) = longest else { continue };
+        let (id, subscriber): (i64, String) = (col(&longest, "id")?, col(&longest, "subscriber")?);
+        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
+            && write_breaker(&mut tx, s, &connection, Some(&row), &next, now_ms)?
+        {
+            release_held(&mut tx, s, &connection, Some(id), now_ms)?;
+            sweep.woken.push(id);
+        }
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(sweep)
+}

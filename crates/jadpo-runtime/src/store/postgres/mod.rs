@@ -1,0 +1,278 @@
+//! The PostgreSQL store: the same trait, rules and guards as the SQLite store, for
+//! any number of `jadpoc run` processes on any number of hosts.
+//!
+//! Nothing serializes writers here (`READ COMMITTED`): a claim locks the rows it
+//! takes (`FOR UPDATE SKIP LOCKED`), and every other change is one statement
+//! guarded by the values it was decided from, as on SQLite. A breaker count that
+//! loses its race is read again and counted again, so no outcome goes uncounted.
+//!
+//! The trait is synchronous and called from blocking threads; the `postgres`
+//! crate is tokio-postgres behind a synchronous facade. Connections are kept in a
+//! small pool; one found broken is replaced, with growing pauses, before an
+//! operation starts (an operation cut off half-way fails whole: its transaction is
+//! rolled back by the server, and the runtime's leases bring its deliveries back).
+//!
+//! By job: [`connect`] (URL, TLS, the password never shown), [`schema`]
+//! (migrations under an advisory lock), [`claims`], [`outcomes`], [`breakers`],
+//! [`reads`], [`schedules`].
+
+mod breakers;
+mod claims;
+pub mod connect;
+mod outcomes;
+mod reads;
+mod schedules;
+pub mod schema;
+
+use super::{
+    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError,
+};
+use crate::rules::Failure;
+use connect::PgLocation;
+use jadpo_check::program::{DeliveryState, FailureKind};
+use postgres::Client;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Connections kept open for reuse; more are opened when more threads need one.
+const POOL_KEEP: usize = 8;
+
+/// How long a broken connection is replaced with growing pauses before an
+/// operation fails (the runtime then tries again at its next step).
+const RECONNECT_FOR: Duration = Duration::from_secs(30);
+
+/// A store in one schema of a PostgreSQL database.
+pub struct PgStore {
+    location: PgLocation,
+    /// The quoted schema, for the statements' `{s}`.
+    s: String,
+    pool: Mutex<Vec<Client>>,
+    /// How long an unreachable server is tried again before an operation fails.
+    reconnect_for: Duration,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("location", &self.location).finish()
+    }
+}
+
+/// A database error as a value; its text never holds the URL's password (the
+/// driver's messages do not carry the connection's settings).
+pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
+    if e.is_closed() {
+        return StoreError::Postgres(format!("the connection to the database was lost: {e}"));
+    }
+    match e.as_db_error() {
+        Some(db) if db.code() == &postgres::error::SqlState::DISK_FULL => {
+            StoreError::Postgres(format!("the database's disk is full; no change was made ({})", db.message()))
+        }
+        Some(db) if db.code() == &postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION => {
+            StoreError::Postgres(format!("the database is read-only; no change was made ({})", db.message()))
+        }
+        Some(db) => StoreError::Postgres(format!("{}: {}", db.code().code(), db.message())),
+        None => StoreError::Postgres(e.to_string()),
+    }
+}
+
+impl PgStore {
+    /// Open the store at `url` (`PGPASSWORD` gives a password the URL lacks):
+    /// read-write applies the migrations the schema lacks; read-only only checks
+    /// the schema is there and not newer than this build.
+    pub fn open(url: &str, options: OpenOptions) -> Result<PgStore, StoreError> {
+        let location = PgLocation::parse(url, std::env::var("PGPASSWORD").ok())?;
+        let store = PgStore {
+            s: schema::quoted(&location.schema),
+            location,
+            pool: Mutex::new(Vec::new()),
+            reconnect_for: options.lock_wait.min(RECONNECT_FOR),
+        };
+        let mut client = store.fresh_client()?;
+        match options.access {
+            Access::ReadWrite => schema::migrate(&mut client, &store.location.schema, &store.location.shown)?,
+            Access::ReadOnly => schema::check(&mut client, &store.location.schema, &store.location.shown)?,
+        };
+        store.put(client);
+        Ok(store)
+    }
+
+    /// The URL as it may be shown (no password).
+    pub fn shown(&self) -> &str {
+        &self.location.shown
+    }
+
+    /// A new connection, retried with growing pauses while the server is
+    /// unreachable (restarting, or the network down), for up to [`RECONNECT_FOR`]
+    /// (or the store's lock wait, if shorter).
+    fn fresh_client(&self) -> Result<Client, StoreError> {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match self.location.connect() {
+                Ok(c) => return Ok(c),
+                Err(StoreError::Unreachable { .. }) if start.elapsed() + pause < self.reconnect_for => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn take(&self) -> Result<Client, StoreError> {
+        let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match pooled {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => self.fresh_client(),
+        }
+    }
+
+    fn put(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_KEEP {
+            pool.push(client);
+        }
+    }
+
+    /// Run `f` on a pooled connection. A connection that broke before the
+    /// operation could start is replaced and the operation run on the new one.
+    fn with_client<T>(&self, mut f: impl FnMut(&mut Client, &str) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut client = self.take()?;
+        // A cheap check that the pooled connection still answers, so a server
+        // restart since it was used costs a reconnect, not a failed operation.
+        if client.is_valid(Duration::from_secs(5)).is_err() {
+            client = self.fresh_client()?;
+        }
+        let out = f(&mut client, &self.s);
+        self.put(client);
+        out
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Closing a connection blocks on the driver's own runtime, which must not
+        // happen on a thread driving async tasks (the store may be dropped at the
+        // end of `jadpoc run`'s async main): close them on a thread of their own.
+        let clients = std::mem::take(&mut *self.pool.lock().unwrap_or_else(|e| e.into_inner()));
+        if !clients.is_empty() {
+            let _ = std::thread::spawn(move || drop(clients)).join();
+        }
+    }
+}
+
+fn state_of(s: &str) -> Result<DeliveryState, StoreError> {
+    DeliveryState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown state `{s}`")))
+}
+
+/// A failure from its columns (code, kind, reason), if the row has one.
+fn failure_of(
+    code: Option<String>,
+    kind: Option<String>,
+    reason: Option<String>,
+) -> Result<Option<Failure>, StoreError> {
+    match (code, kind) {
+        (Some(code), Some(kind)) => {
+            let kind = FailureKind::parse(&kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
+            Ok(Some(Failure { reason, ..Failure::new(code, kind) }))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn u32_of(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+/// A column read by name, as a value (a missing or mistyped column is an error,
+/// never a panic).
+fn col<'a, T: postgres::types::FromSql<'a>>(row: &'a postgres::Row, name: &str) -> Result<T, StoreError> {
+    row.try_get(name).map_err(pg_error)
+}
+
+/// `sql` with `{s}` replaced by the quoted schema.
+fn q(sql: &str, s: &str) -> String {
+    sql.replace("{s}", s)
+}
+
+impl Store for PgStore {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_client(|c, s| outcomes::emit(c, s, events, now_ms))
+    }
+
+    fn claim(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide))
+    }
+
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_client(|c, s| outcomes::record(c, s, outcomes))
+    }
+
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_client(reads::next_due_ms)
+    }
+
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.with_client(|c, s| reads::deliveries(c, s, filter))
+    }
+
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        self.with_client(|c, s| reads::delivery(c, s, id))
+    }
+
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.with_client(|c, s| outcomes::retry(c, s, ids, now_ms))
+    }
+
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.with_client(|c, s| reads::status(c, s, now_ms))
+    }
+
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.with_client(|c, s| schedules::sync(c, s, schedules, now_ms))
+    }
+
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.with_client(|c, s| schedules::claim(c, s, schedules, now_ms))
+    }
+
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError> {
+        self.with_client(|c, s| schedules::record(c, s, name, run, ended_at_ms, failure))
+    }
+
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_client(schedules::next_due_ms)
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.with_client(|c, s| breakers::read_breakers(c, s, ""))
+    }
+
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
+        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until))
+    }
+
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
+    }
+}

@@ -1,0 +1,158 @@
+//! The PostgreSQL store's schema: versioned migrations in one schema (`jadpo` by
+//! default), applied under an advisory lock so that many processes starting at
+//! once apply each one once.
+
+use super::super::StoreError;
+use super::pg_error;
+use postgres::Client;
+
+/// The migrations, in order; `{s}` stands for the quoted schema. Times are
+/// milliseconds since the Unix epoch, as the runtime's rules count them.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE {s}.events (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL,
+    payload text NOT NULL,
+    emitted_at bigint NOT NULL
+);
+CREATE TABLE {s}.deliveries (
+    id bigserial PRIMARY KEY,
+    event_id bigint NOT NULL REFERENCES {s}.events (id),
+    subscriber text NOT NULL,
+    connection text NOT NULL,
+    state text NOT NULL,
+    attempts bigint NOT NULL DEFAULT 0,
+    -- When the row is next claimable: a pending delivery's due time, a running
+    -- one's lease end; NULL otherwise.
+    due_at bigint,
+    lease_until bigint,
+    claimed_at bigint,
+    budget_start bigint NOT NULL,
+    held_ms bigint NOT NULL DEFAULT 0,
+    held_since bigint,
+    held_connection text,
+    last_code text,
+    last_kind text,
+    last_reason text,
+    end_reason text,
+    created_at bigint NOT NULL
+);
+-- A claim walks these in due order under its LIMIT, whatever the table's size.
+CREATE INDEX deliveries_pending_due ON {s}.deliveries (due_at, id) WHERE state = 'pending';
+CREATE INDEX deliveries_running_due ON {s}.deliveries (due_at, id) WHERE state = 'running';
+CREATE INDEX deliveries_held ON {s}.deliveries (held_connection, held_since, id) WHERE state = 'held';
+CREATE INDEX deliveries_subscriber ON {s}.deliveries (subscriber, state);
+CREATE TABLE {s}.attempts (
+    id bigserial PRIMARY KEY,
+    delivery_id bigint NOT NULL,
+    attempt bigint NOT NULL,
+    started_at bigint NOT NULL,
+    duration_ms bigint NOT NULL,
+    outcome text NOT NULL,
+    code text,
+    kind text,
+    http_status bigint,
+    reason text
+);
+CREATE INDEX attempts_delivery ON {s}.attempts (delivery_id);
+CREATE TABLE {s}.handled (
+    delivery_id bigint PRIMARY KEY,
+    handled_at bigint NOT NULL
+);
+CREATE TABLE {s}.schedules (
+    name text PRIMARY KEY,
+    every_ms bigint NOT NULL,
+    first_seen bigint NOT NULL,
+    due_at bigint NOT NULL,
+    runs bigint NOT NULL DEFAULT 0,
+    last_claimed_at bigint,
+    last_ended_at bigint,
+    last_code text,
+    last_kind text
+);
+CREATE TABLE {s}.circuit_breakers (
+    connection text PRIMARY KEY,
+    state text NOT NULL DEFAULT 'closed',
+    failures_in_a_row bigint NOT NULL DEFAULT 0,
+    opened_at bigint,
+    pause_ms bigint NOT NULL DEFAULT 0,
+    alerts bigint NOT NULL DEFAULT 0,
+    alerted_at bigint,
+    probe_delivery bigint,
+    probe_lease_until bigint,
+    updated_at bigint
+);
+"#];
+
+/// The newest schema version this build knows.
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The table that counts the migrations applied.
+const LEDGER: &str = "CREATE TABLE IF NOT EXISTS {s}.schema_migrations (\n    \
+     version bigint PRIMARY KEY,\n    applied_at timestamptz NOT NULL DEFAULT now()\n);";
+
+/// `name` quoted as an identifier (it is checked to be letters, digits and `_`).
+pub fn quoted(schema: &str) -> String {
+    format!("\"{schema}\"")
+}
+
+/// Every migration's SQL for `schema`, in order, as `jadpoc migrate --print`
+/// shows it (what a review of the database's changes reads).
+pub fn sql(schema: &str) -> String {
+    let s = quoted(schema);
+    let mut out = format!("CREATE SCHEMA IF NOT EXISTS {s};\n{}\n", LEDGER.replace("{s}", &s));
+    for (i, m) in MIGRATIONS.iter().enumerate() {
+        out.push_str(&format!("\n-- version {}\n{}", i + 1, m.trim_start().replace("{s}", &s)));
+        out.push_str(&format!("INSERT INTO {s}.schema_migrations (version) VALUES ({});\n", i + 1));
+    }
+    out
+}
+
+/// Apply the migrations the schema lacks, in one transaction holding an advisory
+/// lock named after the schema: a process that comes second waits, then finds
+/// them applied. Returns the version now in place.
+pub fn migrate(client: &mut Client, schema: &str, shown: &str) -> Result<i64, StoreError> {
+    let s = quoted(schema);
+    let mut tx = client.transaction().map_err(pg_error)?;
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&format!("jadpo.migrate.{schema}")])
+        .map_err(pg_error)?;
+    tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {s};\n{}", LEDGER.replace("{s}", &s))).map_err(pg_error)?;
+    let version = applied(&mut tx, &s)?;
+    if version > VERSION {
+        return Err(StoreError::TooNew { path: shown.to_string(), found: version, known: VERSION });
+    }
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+        tx.batch_execute(&m.replace("{s}", &s)).map_err(pg_error)?;
+        tx.execute(&format!("INSERT INTO {s}.schema_migrations (version) VALUES ($1)"), &[&((i + 1) as i64)])
+            .map_err(pg_error)?;
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(VERSION)
+}
+
+fn applied(tx: &mut postgres::Transaction<'_>, s: &str) -> Result<i64, StoreError> {
+    let row = tx
+        .query_one(&format!("SELECT COALESCE(max(version), 0) AS v FROM {s}.schema_migrations"), &[])
+        .map_err(pg_error)?;
+    row.try_get("v").map_err(pg_error)
+}
+
+/// The version in place, for a handle that only reads: nothing is created; a
+/// missing schema is a missing store, a newer one refused.
+pub fn check(client: &mut Client, schema: &str, shown: &str) -> Result<i64, StoreError> {
+    let s = quoted(schema);
+    let row = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL AS present", &[&format!("{s}.schema_migrations")])
+        .map_err(pg_error)?;
+    let present: bool = row.try_get("present").map_err(pg_error)?;
+    if !present {
+        return Err(StoreError::Missing { path: format!("{shown} (schema `{schema}`)") });
+    }
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let version = applied(&mut tx, &s)?;
+    tx.commit().map_err(pg_error)?;
+    if version > VERSION {
+        return Err(StoreError::TooNew { path: shown.to_string(), found: version, known: VERSION });
+    }
+    Ok(version)
+}
