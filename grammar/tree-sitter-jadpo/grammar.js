@@ -109,7 +109,9 @@ export default grammar({
     // `string?`: a type that may be absent.
     optional_type: $ => seq(field('name', $.identifier), '?'),
 
-    // `event.payment_id`, or a dotted name such as `jadpo.delivery_failed`.
+    // `event.payment_id`, or a dotted name such as `jadpo.delivery_failed`. A keyword
+    // after `.` is a segment (`event.connection`, `event.event`): only an identifier
+    // is valid there, so the keyword is lexed as the identifier it spells (`word`).
     path: $ => seq(
       field('head', choice($.identifier, alias('event', $.event))),
       repeat1(seq('.', field('segment', $.identifier))),

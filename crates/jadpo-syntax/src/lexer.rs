@@ -231,6 +231,9 @@ pub struct Lexer<'a, 'e> {
     too_deep: bool,
     /// The comments passed so far, in source order: trivia the parser never sees.
     comments: Vec<Comment>,
+    /// Where the last token ended when it was a `.`, else `usize::MAX`: a word that
+    /// starts right there is a field name, whatever it spells.
+    dot_end: usize,
 }
 
 impl<'a, 'e> Lexer<'a, 'e> {
@@ -243,6 +246,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
             depth: 0,
             too_deep: false,
             comments: Vec::new(),
+            dot_end: usize::MAX,
         }
     }
 
@@ -318,8 +322,32 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 continue;
             }
             let text = self.inner.slice();
+            // A keyword written directly after `.` names a field (`event.connection`,
+            // `event.event`). Only directly: a keyword after `.` and a space or a line
+            // break still starts a declaration, so that a path left unfinished
+            // (`on: event.` before `subscriber next {`) costs one error, not the next
+            // declaration.
+            let field_name = self.dot_end == range.start;
             let tok = match raw {
                 Raw::LineComment | Raw::BlockComment(true) => continue,
+                Raw::Event
+                | Raw::Connection
+                | Raw::Action
+                | Raw::Subscriber
+                | Raw::Schedule
+                | Raw::Test
+                | Raw::True
+                | Raw::False
+                | Raw::Fake
+                | Raw::Emit
+                | Raw::Wait
+                | Raw::Retry
+                | Raw::Expect
+                | Raw::Breaker
+                    if field_name =>
+                {
+                    Tok::Ident(text)
+                }
                 Raw::BlockComment(false) => {
                     self.error(
                         SyntaxErrorKind::UnterminatedComment,
@@ -400,6 +428,7 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Raw::Question => Tok::Question,
                 Raw::Star => Tok::Star,
             };
+            self.dot_end = if matches!(tok, Tok::Dot) { range.end } else { usize::MAX };
             return Some((range.start, tok, range.end));
         }
     }

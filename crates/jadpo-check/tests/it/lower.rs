@@ -144,3 +144,30 @@ subscriber on_paid { on: Paid  run: page(event.id, 0) }
     assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
     assert_eq!(checked.program.expect("a program").events.len(), 1);
 }
+
+#[test]
+fn keyword_fields_of_builtin_events_check_and_lower() {
+    let program = |params: &str| {
+        format!(
+            "connection pager {{ url: \"https://pager.example.com\" }}
+action notify({params}) {{ via: pager }}
+subscriber on_outage {{
+    on: jadpo.connection_unavailable
+    run: notify(event.connection, event.since)
+}}
+"
+        )
+    };
+    let text = program("name: string, since: time");
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::Yes);
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+    let p = checked.program.expect("a program");
+    let s = &p.subscribers[p.subscriber("on_outage").expect("on_outage")];
+    assert_eq!(s.call.args, [Arg::Field("connection".into()), Arg::Field("since".into())]);
+
+    // The keyword field is typed like any other: a `time` parameter does not take it.
+    let text = program("name: time, since: time");
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::No);
+    let codes: Vec<_> = checked.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, [jadpo_check::Code::RunTypeMismatch], "{:?}", checked.diagnostics);
+}

@@ -154,6 +154,15 @@ fn keys_are_never_reordered_and_literals_stay_as_written() {
 }
 
 #[test]
+fn keywords_as_field_names_stay_field_names() {
+    let src = "subscriber watch { on: jadpo.delivery_failed\n run: notify(event.event, event.subscriber, event\n .connection) }";
+    assert_eq!(
+        fmt(src),
+        "subscriber watch {\n    on: jadpo.delivery_failed\n    run: notify(event.event, event.subscriber, event.connection)\n}\n"
+    );
+}
+
+#[test]
 fn empty_and_comment_only_files() {
     assert_eq!(fmt(""), "");
     assert_eq!(fmt("\n\n  \n"), "");

@@ -105,3 +105,14 @@ fn event_before_a_dot_heads_a_path() {
 fn keywords_and_contextual_words() {
     assert_eq!(lex("retry retryable wait_for").0, vec![Tok::Retry, Tok::Ident("retryable"), Tok::Ident("wait_for")]);
 }
+
+#[test]
+fn a_keyword_directly_after_a_dot_is_a_name() {
+    assert_eq!(
+        lex("event.event.connection").0,
+        vec![Tok::EventRef, Tok::Dot, Tok::Ident("event"), Tok::Dot, Tok::Ident("connection")]
+    );
+    // After a space, a line break or a comment it is the keyword again.
+    assert_eq!(lex("x. subscriber").0, vec![Tok::Ident("x"), Tok::Dot, Tok::Subscriber]);
+    assert_eq!(lex("x./**/test").0, vec![Tok::Ident("x"), Tok::Dot, Tok::Test]);
+}

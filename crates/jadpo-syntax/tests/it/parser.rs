@@ -169,3 +169,47 @@ fn comments_between_event_and_its_dot_are_trivia_too() {
     // A comment that never ends is not a path's dot.
     assert!(!parse("subscriber s { on: E run: f(event /* .id) }").errors.is_empty());
 }
+
+#[test]
+fn a_keyword_directly_after_a_dot_is_a_field_name() {
+    let src = "subscriber s {\n    on: jadpo.connection_unavailable\n    run: f(event.connection, event.event, event.subscriber, event.test.true, event\n        .action)\n}";
+    let p = parse(src);
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    let Body::Block { block, .. } = &p.file.decls[0].body else { panic!("the subscriber is broken") };
+    let ValueKind::Call { args, .. } = &block.entries[1].value.kind else { panic!("`run:` is not a call") };
+    let paths: Vec<Vec<&str>> =
+        args.iter().map(|a| a.kind.segments().unwrap_or_default().iter().map(|n| n.text).collect()).collect();
+    assert_eq!(
+        paths,
+        [
+            vec!["event", "connection"],
+            vec!["event", "event"],
+            vec!["event", "subscriber"],
+            vec!["event", "test", "true"],
+            vec!["event", "action"],
+        ]
+    );
+    // The field's span is the keyword's.
+    let field = args[0].kind.segments().unwrap_or_default()[1];
+    assert_eq!(&src[field.span.range()], "connection");
+}
+
+#[test]
+fn a_path_left_unfinished_before_a_declaration_keeps_the_declaration() {
+    // A keyword after `.` and a line break starts a declaration, as it reads.
+    let src = "subscriber a { on: E run: f(event.\n}\nsubscriber b { on: event.\nsubscriber c { on: E }";
+    let p = parse(src);
+    let names: Vec<_> = p.file.decls.iter().map(|d| (d.kind, d.name.text)).collect();
+    assert_eq!(names, [(DeclKind::Subscriber, "a"), (DeclKind::Subscriber, "b"), (DeclKind::Subscriber, "c")]);
+    assert_eq!(p.errors.len(), 2, "{:?}", p.errors);
+    assert!(!matches!(p.file.decls[2].body, Body::Broken));
+}
+
+#[test]
+fn a_keyword_field_name_does_not_make_a_keyword_a_declaration_name() {
+    let src = "subscriber event { on: jadpo.connection_recovered run: f(event.connection) }";
+    let p = parse(src);
+    assert_eq!(p.errors.len(), 1, "{:?}", p.errors);
+    assert_eq!(&src[p.errors[0].span.range()], "event");
+    assert_eq!(p.errors[0].message, "`event` is a keyword and cannot name a declaration");
+}
