@@ -9,6 +9,7 @@ pub mod index;
 pub mod program;
 pub mod registry;
 pub mod suggest;
+mod words;
 
 pub use check::{Checked, Lower, check, format_duration, format_duration_spaced};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
@@ -17,3 +18,4 @@ pub use index::{Def, DefId, Ref, SymbolIndex, SymbolKind};
 pub use jadpo_syntax::lexer::parse_duration;
 pub use program::Program;
 pub use registry::{Code, Severity};
+pub use words::{noun, plural};

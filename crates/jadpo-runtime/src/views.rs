@@ -179,13 +179,11 @@ pub fn breaker_json(b: &BreakerView) -> Value {
 pub fn breaker_line(b: &BreakerView) -> String {
     let r = &b.row;
     let mut line = format!(
-        "{}  {}  {} failure{} in a row  {} alert{}  {} held",
+        "{}  {}  {} in a row  {}  {} held",
         b.connection,
         r.state.as_str(),
-        r.failures_in_a_row,
-        if r.failures_in_a_row == 1 { "" } else { "s" },
-        r.alerts,
-        if r.alerts == 1 { "" } else { "s" },
+        jadpo_check::plural(u64::from(r.failures_in_a_row), "failure"),
+        jadpo_check::plural(u64::from(r.alerts), "alert"),
         b.held
     );
     if r.state != jadpo_check::program::BreakerState::Closed

@@ -31,8 +31,5 @@ pub struct FormatArg {
     pub format: Format,
 }
 
-/// `English` plurals: `plural(1, "file")` is `1 file`, `plural(2, "file")` is
-/// `2 files`.
-pub fn plural(n: u64, word: &str) -> String {
-    if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
-}
+/// Counts in messages, written once in the checker for every crate.
+pub use jadpo_check::plural;

@@ -2,11 +2,12 @@
 //! against its parameter's type.
 
 use super::values::{assignable, format_duration, type_name};
-use super::{Cx, Lower, plural};
+use super::{Cx, Lower};
 use crate::diagnostic::Diagnostic;
 use crate::program::{self as p, BaseType, Type};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
+use crate::words::plural;
 use jadpo_syntax::ast::{DeclKind, Name, Value, ValueKind};
 
 impl<'a> Cx<'_, 'a> {
@@ -33,10 +34,9 @@ impl<'a> Cx<'_, 'a> {
                 file,
                 name.span,
                 format!(
-                    "`{}` takes {} argument{}, but {} {} given",
+                    "`{}` takes {}, but {} {} given",
                     name.text,
-                    params.len(),
-                    plural(params.len()),
+                    plural(params.len() as u64, "argument"),
                     args.len(),
                     if args.len() == 1 { "is" } else { "are" }
                 ),

@@ -314,7 +314,3 @@ impl<'b, 'a> Keys<'b, 'a> {
         self.0.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
     }
 }
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}

@@ -273,9 +273,9 @@ impl<'a> Cx<'_, 'a> {
                     file,
                     name.span,
                     format!(
-                        "this emit of `{}` misses the required field{} {list}",
+                        "this emit of `{}` misses the required {} {list}",
                         name.text,
-                        if missing.len() == 1 { "" } else { "s" }
+                        crate::words::noun(missing.len() as u64, "field")
                     ),
                 )
                 .help("give every field that is not optional (`T?`) a value"),

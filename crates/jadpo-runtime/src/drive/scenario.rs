@@ -132,12 +132,11 @@ impl TestFailure {
 /// A delivery's attempts with their virtual times.
 fn history_text(d: &DeliveryView, history: &[AttemptView]) -> String {
     let mut out = format!(
-        "    delivery {} of `{}`: {}, {} attempt{} used",
+        "    delivery {} of `{}`: {}, {} used",
         d.id,
         d.subscriber,
         d.state,
-        d.attempts,
-        if d.attempts == 1 { "" } else { "s" }
+        jadpo_check::plural(u64::from(d.attempts), "attempt")
     );
     if let Some(due) = d.due_at_ms {
         out.push_str(&format!(", next due at {}", format_offset(due - START_MS)));

@@ -1,0 +1,25 @@
+//! English words in messages, written once for every crate that prints a count.
+
+/// `noun(1, "file")` is `file`, `noun(2, "file")` is `files`.
+pub fn noun(n: u64, word: &str) -> String {
+    if n == 1 { word.to_string() } else { format!("{word}s") }
+}
+
+/// `plural(1, "file")` is `1 file`, `plural(2, "file")` is `2 files`.
+pub fn plural(n: u64, word: &str) -> String {
+    format!("{n} {}", noun(n, word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(plural(0, "file"), "0 files");
+        assert_eq!(plural(1, "file"), "1 file");
+        assert_eq!(plural(2, "attempt"), "2 attempts");
+        assert_eq!(noun(1, "field"), "field");
+        assert_eq!(noun(3, "field"), "fields");
+    }
+}
