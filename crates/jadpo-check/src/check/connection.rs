@@ -74,18 +74,7 @@ impl<'a> Cx<'_, 'a> {
     fn tls(&mut self, file: usize, entry: &Entry<'a>, url: &str) -> Option<p::Tls> {
         let code = Code::ConnectionTlsInvalid;
         let value = &entry.value;
-        let ValueKind::Block(block) = &value.kind else {
-            self.push(
-                Diagnostic::new(
-                    code,
-                    file,
-                    value.span,
-                    format!("`tls:` takes a block, found {}", value.kind.describe()),
-                )
-                .help("write `tls: { ca: \"certs/ca.pem\" }`"),
-            );
-            return None;
-        };
+        let block = self.block_of(code, file, "tls", value, "write `tls: { ca: \"certs/ca.pem\" }`")?;
         let mut ok = true;
         if url.starts_with("http://") {
             self.push(
@@ -212,18 +201,7 @@ impl<'a> Cx<'_, 'a> {
     /// A connection's `retry:`: its attempts when given and valid.
     pub(super) fn connection_retry(&mut self, file: usize, value: &Value<'a>) -> Option<u32> {
         let code = Code::ConnectionRetryInvalid;
-        let ValueKind::Block(block) = &value.kind else {
-            self.push(
-                Diagnostic::new(
-                    code,
-                    file,
-                    value.span,
-                    format!("`retry:` takes a block, found {}", value.kind.describe()),
-                )
-                .help("write `retry: { attempts: 3 }`"),
-            );
-            return None;
-        };
+        let block = self.block_of(code, file, "retry", value, "write `retry: { attempts: 3 }`")?;
         let mut seen = false;
         let mut attempts = None;
         for entry in &block.entries {
@@ -255,16 +233,7 @@ impl<'a> Cx<'_, 'a> {
         let code = Code::ConnectionHeaderInvalid;
         let help =
             "write `headers: { \"Authorization\": env(\"LEDGER_TOKEN\") }`; values are strings or `env(\"NAME\")`";
-        let ValueKind::Block(block) = &value.kind else {
-            self.push(
-                Diagnostic::new(
-                    code,
-                    file,
-                    value.span,
-                    format!("`headers:` takes a block, found {}", value.kind.describe()),
-                )
-                .help(help),
-            );
+        let Some(block) = self.block_of(code, file, "headers", value, help) else {
             return Vec::new();
         };
         let mut names: Vec<String> = Vec::new();

@@ -256,16 +256,8 @@ impl<'a> Cx<'_, 'a> {
     pub(super) fn budget(&mut self, file: usize, value: &Value<'a>) -> p::Budget {
         let code = Code::SubscriberRetryInvalid;
         let mut budget = p::Budget::default();
-        let ValueKind::Block(block) = &value.kind else {
-            self.push(
-                Diagnostic::new(
-                    code,
-                    file,
-                    value.span,
-                    format!("`retry:` takes a block, found {}", value.kind.describe()),
-                )
-                .help("write `retry: { attempts: 20  within: 3d }`"),
-            );
+        let Some(block) = self.block_of(code, file, "retry", value, "write `retry: { attempts: 20  within: 3d }`")
+        else {
             return budget;
         };
         let mut valid = true;

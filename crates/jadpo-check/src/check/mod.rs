@@ -224,6 +224,26 @@ impl<'d, 'a> Cx<'d, 'a> {
         self.diags.push(d);
     }
 
+    /// The block a `key:` entry must hold, or `code` at the value saying what was
+    /// found, with `help` showing the block written right.
+    fn block_of<'v>(
+        &mut self,
+        code: Code,
+        file: usize,
+        key: &str,
+        value: &'v jadpo_syntax::ast::Value<'a>,
+        help: &str,
+    ) -> Option<&'v Block<'a>> {
+        if let jadpo_syntax::ast::ValueKind::Block(block) = &value.kind {
+            return Some(block);
+        }
+        self.push(
+            Diagnostic::new(code, file, value.span, format!("`{key}:` takes a block, found {}", value.kind.describe()))
+                .help(help),
+        );
+        None
+    }
+
     fn error_count(&self) -> usize {
         self.diags.iter().filter(|d| d.severity() == Severity::Error).count()
     }
