@@ -8,6 +8,7 @@
 //! [`open`] chooses the store from where it is: a path is SQLite, a `postgres://`
 //! URL is PostgreSQL.
 
+mod columns;
 pub mod postgres;
 mod sqlite;
 

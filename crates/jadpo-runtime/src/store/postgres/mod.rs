@@ -24,6 +24,7 @@ mod reads;
 mod schedules;
 pub mod schema;
 
+use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
@@ -31,7 +32,6 @@ use super::{
 };
 use crate::rules::Failure;
 use connect::PgLocation;
-use jadpo_check::program::{DeliveryState, FailureKind};
 use postgres::Client;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -164,30 +164,6 @@ impl Drop for PgStore {
             let _ = std::thread::spawn(move || drop(clients)).join();
         }
     }
-}
-
-fn state_of(s: &str) -> Result<DeliveryState, StoreError> {
-    DeliveryState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown state `{s}`")))
-}
-
-/// A failure from its columns (code, kind, reason), if the row has one.
-fn failure_of(
-    code: Option<String>,
-    kind: Option<String>,
-    reason: Option<String>,
-) -> Result<Option<Failure>, StoreError> {
-    match (code, kind) {
-        (Some(code), Some(kind)) => {
-            let kind = FailureKind::parse(&kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
-            Ok(Some(Failure { reason, ..Failure::new(code, kind) }))
-        }
-        _ => Ok(None),
-    }
-}
-
-fn u32_of(v: i64) -> u32 {
-    u32::try_from(v).unwrap_or(0)
 }
 
 /// A column read by name, as a value (a missing or mistyped column is an error,

@@ -21,13 +21,13 @@ mod schema;
 
 pub use schema::APPLICATION_ID;
 
+use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
     StoreError,
 };
 use crate::rules::Failure;
-use jadpo_check::program::{DeliveryState, FailureKind};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -204,30 +204,6 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
-}
-
-fn state_of(s: &str) -> Result<DeliveryState, StoreError> {
-    DeliveryState::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown state `{s}`")))
-}
-
-/// A failure from its columns (code, kind, reason), if the row has one.
-fn failure_of(
-    code: Option<String>,
-    kind: Option<String>,
-    reason: Option<String>,
-) -> Result<Option<Failure>, StoreError> {
-    match (code, kind) {
-        (Some(code), Some(kind)) => {
-            let kind = FailureKind::parse(&kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("unknown failure kind `{kind}`")))?;
-            Ok(Some(Failure { reason, ..Failure::new(code, kind) }))
-        }
-        _ => Ok(None),
-    }
-}
-
-fn u32_of(v: i64) -> u32 {
-    u32::try_from(v).unwrap_or(0)
 }
 
 impl Store for SqliteStore {
