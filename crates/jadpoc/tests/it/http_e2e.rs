@@ -377,3 +377,25 @@ fn post_paid(addr: &str, n: usize) {
     let _ = s.read_to_string(&mut out);
     assert!(out.starts_with("HTTP/1.1 202"), "{out}");
 }
+
+#[test]
+fn http_e2e_a_bad_ssl_cert_file_or_tls_file_refuses_the_start_naming_it() {
+    let e = env("https://127.0.0.1:9", "", "");
+    let missing = e.dir.join("roots.pem");
+    let out = e
+        .cmd(&["run", e.prog(), "--db", e.db()])
+        .env("SSL_CERT_FILE", &missing)
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .expect("run jadpoc");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`SSL_CERT_FILE`: cannot read") && err.contains("roots.pem"), "{err}");
+
+    let e = env("https://127.0.0.1:9", r#"tls: { ca: "certs/ca.pem" }"#, "");
+    let out = e.cmd(&["run", e.prog(), "--db", e.db()]).env_remove("SSL_CERT_FILE").output().expect("run jadpoc");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("connection `c`: the tls `ca` file") && err.contains("ca.pem"), "{err}");
+    assert!(err.contains("cannot be read"), "{err}");
+}
