@@ -260,6 +260,59 @@ pub struct ClaimCandidate {
 /// breaker's next row when this claim makes it the probe.
 pub type ClaimVerdict = (ClaimDecision, Option<BreakerRow>);
 
+/// A due delivery as a claim read it, joined with its event: what both stores
+/// read before the core decides, and what a claim that runs it hands on.
+pub(crate) struct ClaimRow {
+    pub(crate) candidate: ClaimCandidate,
+    pub(crate) state: String,
+    pub(crate) due_at: Option<i64>,
+    pub(crate) claimed_at: Option<i64>,
+    pub(crate) event_id: i64,
+    pub(crate) event: String,
+    pub(crate) payload: String,
+}
+
+/// What an operator's retry decides from: a final delivery's state and attempts
+/// (its budget is fresh, so nothing else of the row counts).
+pub(crate) fn retry_subject(state: DeliveryState, attempts: u32, now_ms: i64) -> Record {
+    Record {
+        state,
+        attempts,
+        due_at_ms: None,
+        lease_until_ms: None,
+        budget_start_ms: now_ms,
+        held_ms: 0,
+        last_failure: None,
+    }
+}
+
+impl ClaimRow {
+    /// The claim of this row for `attempt`, once the guarded statement that starts
+    /// it has matched: the delivery is running until `lease_until_ms`.
+    pub(crate) fn started(&self, attempt: u32, lease_until_ms: i64, now_ms: i64, failure: Option<Failure>) -> Claimed {
+        let c = &self.candidate;
+        Claimed {
+            id: c.id,
+            event_id: self.event_id,
+            event: self.event.clone(),
+            payload: self.payload.clone(),
+            subscriber: c.subscriber.clone(),
+            connection: c.connection.clone(),
+            attempt,
+            claimed_at_ms: now_ms,
+            record: Record {
+                state: DeliveryState::Running,
+                attempts: attempt,
+                due_at_ms: None,
+                lease_until_ms: Some(lease_until_ms),
+                budget_start_ms: c.record.budget_start_ms,
+                held_ms: c.record.held_ms,
+                last_failure: failure,
+            },
+        }
+    }
+}
+
 /// A delivery a claim took to run.
 #[derive(Debug, Clone)]
 pub struct Claimed {

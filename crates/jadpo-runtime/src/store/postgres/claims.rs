@@ -2,7 +2,7 @@
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
 
-use super::super::{ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, end_reason_at_claim};
+use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::outcomes::insert_attempt;
 use super::{StoreError, col, failure_of, pg_error, q, state_of, u32_of};
@@ -11,16 +11,6 @@ use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
-
-struct ClaimRow {
-    candidate: ClaimCandidate,
-    state: String,
-    due_at: Option<i64>,
-    claimed_at: Option<i64>,
-    event_id: i64,
-    event: String,
-    payload: String,
-}
 
 fn read_rows(
     tx: &mut Transaction<'_>,
@@ -177,25 +167,7 @@ pub(super) fn claim(
                     &[&attempt_i, lease_until_ms, &now_ms, &code(f), &kind(f), &reason(f)],
                 )?;
                 if took {
-                    report.run.push(Claimed {
-                        id: c.id,
-                        event_id: row.event_id,
-                        event: row.event.clone(),
-                        payload: row.payload.clone(),
-                        subscriber: c.subscriber.clone(),
-                        connection: c.connection.clone(),
-                        attempt: *attempt,
-                        claimed_at_ms: now_ms,
-                        record: Record {
-                            state: DeliveryState::Running,
-                            attempts: *attempt,
-                            due_at_ms: None,
-                            lease_until_ms: Some(*lease_until_ms),
-                            budget_start_ms: c.record.budget_start_ms,
-                            held_ms: c.record.held_ms,
-                            last_failure: failure.clone(),
-                        },
-                    });
+                    report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
                 }
                 (took, *lease_expired)
             }

@@ -5,7 +5,7 @@ use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{count_outcome, release_held};
 use super::{StoreError, col, pg_error, q, state_of, u32_of};
 use crate::rules::breaker::AfterAttempt;
-use crate::rules::{self, Decision, Failure, Record};
+use crate::rules::{self, Decision, Failure};
 use postgres::{Client, Transaction};
 
 pub(super) fn emit(client: &mut Client, s: &str, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
@@ -146,15 +146,7 @@ pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> R
         };
         let seen: String = col(&row, "state")?;
         let state = state_of(&seen)?;
-        let record = Record {
-            state,
-            attempts: u32_of(col(&row, "attempts")?),
-            due_at_ms: None,
-            lease_until_ms: None,
-            budget_start_ms: now_ms,
-            held_ms: 0,
-            last_failure: None,
-        };
+        let record = super::super::retry_subject(state, u32_of(col(&row, "attempts")?), now_ms);
         let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));
             continue;

@@ -1,7 +1,7 @@
 //! Claims: due deliveries read in due order, the core deciding each, and every
 //! change one statement conditional on the row being as it was read.
 
-use super::super::{ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, end_reason_at_claim};
+use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::outcomes::{insert_attempt, reason_of};
 use super::{StoreError, failure_of, state_of, u32_of};
@@ -30,16 +30,6 @@ const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attemp
      d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
      EXISTS (SELECT 1 FROM jadpo_handled h WHERE h.delivery_id = d.id) AS handled, \
      e.id AS event_id, e.name AS event, e.payload";
-
-struct ClaimRow {
-    candidate: ClaimCandidate,
-    state: String,
-    due_at: Option<i64>,
-    claimed_at: Option<i64>,
-    event_id: i64,
-    event: String,
-    payload: String,
-}
 
 impl ClaimRow {
     fn seen(&self) -> Seen<'_> {
@@ -236,26 +226,7 @@ pub(super) fn claim(
             ClaimDecision::Run { attempt, lease_until_ms, lease_expired, failure } => {
                 let took = start_run(&tx, seen, *attempt, *lease_until_ms, now_ms, failure.as_ref())?;
                 if took {
-                    let record = Record {
-                        state: DeliveryState::Running,
-                        attempts: *attempt,
-                        due_at_ms: None,
-                        lease_until_ms: Some(*lease_until_ms),
-                        budget_start_ms: c.record.budget_start_ms,
-                        held_ms: c.record.held_ms,
-                        last_failure: failure.clone(),
-                    };
-                    report.run.push(Claimed {
-                        id: c.id,
-                        event_id: row.event_id,
-                        event: row.event.clone(),
-                        payload: row.payload.clone(),
-                        subscriber: c.subscriber.clone(),
-                        connection: c.connection.clone(),
-                        attempt: *attempt,
-                        claimed_at_ms: now_ms,
-                        record,
-                    });
+                    report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
                 }
                 (took, *lease_expired)
             }

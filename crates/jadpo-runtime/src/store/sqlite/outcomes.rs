@@ -174,15 +174,7 @@ pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<V
             continue;
         };
         let state = state_of(&seen_state)?;
-        let record = Record {
-            state,
-            attempts: u32_of(attempts),
-            due_at_ms: None,
-            lease_until_ms: None,
-            budget_start_ms: now_ms,
-            held_ms: 0,
-            last_failure: None,
-        };
+        let record = super::super::retry_subject(state, u32_of(attempts), now_ms);
         let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));
             continue;
