@@ -21,6 +21,11 @@ pub const DEFAULT_POLL_MS: u64 = 100;
 pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
 /// How often the tick runs (breaker sweeps, schedules).
 pub const TICK_MS: u64 = SECOND_MS;
+/// How often `jadpoc run --retain` prunes what is older than its cut.
+pub const RETAIN_EVERY_MS: u64 = 5 * 60 * SECOND_MS;
+/// Most deliveries retention deletes in one transaction, so that a running
+/// `run` is never kept waiting long on the store.
+pub const PRUNE_BATCH: usize = 1_000;
 /// How long a loop waits after a store error before it tries again.
 pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
 
@@ -35,6 +40,9 @@ pub struct RuntimeConfig {
     pub poll_ms: u64,
     /// How long running attempts and schedule runs may finish after a stop.
     pub stop_grace_ms: u64,
+    /// With `--retain`: final deliveries older than this are pruned every
+    /// [`RETAIN_EVERY_MS`].
+    pub retain_ms: Option<u64>,
 }
 
 impl Default for RuntimeConfig {
@@ -44,6 +52,7 @@ impl Default for RuntimeConfig {
             batch: DEFAULT_BATCH,
             poll_ms: DEFAULT_POLL_MS,
             stop_grace_ms: DEFAULT_STOP_GRACE_MS,
+            retain_ms: None,
         }
     }
 }

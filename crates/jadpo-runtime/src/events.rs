@@ -27,6 +27,8 @@ pub const ENDED_AT_CLAIM: &str = "delivery.ended_at_claim";
 pub const SCHEDULE_RUN: &str = "schedule.run";
 /// The name of an outage's alert.
 pub const ALERT: &str = "delivery.alert";
+/// The name of the event of a background prune that deleted something.
+pub const PRUNED: &str = "retention.pruned";
 /// The name of a store error's event.
 pub const ERROR: &str = "runtime.error";
 /// The name of the span around one delivery attempt's call.
@@ -119,6 +121,19 @@ pub fn alert(alert: &BreakerAlert) {
         connection = alert.connection.as_str(),
         since = rfc3339(alert.since_ms).as_str(),
         held = alert.held,
+    );
+}
+
+/// What `run --retain`'s background prune deleted.
+pub fn pruned(at_ms: i64, counts: &crate::store::PruneCounts) {
+    tracing::info!(
+        name: PRUNED,
+        target: TARGET,
+        at = rfc3339(at_ms).as_str(),
+        deliveries = counts.deliveries,
+        attempts = counts.attempts,
+        handled = counts.handled,
+        events = counts.events,
     );
 }
 

@@ -30,6 +30,7 @@ pub mod events;
 pub mod http;
 pub mod ingest;
 pub mod payload;
+pub mod retention;
 pub mod rng;
 pub mod rules;
 pub mod steps;

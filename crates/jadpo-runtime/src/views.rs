@@ -2,7 +2,8 @@
 //! (runtime.md's interface; more keys are welcome, these are kept).
 
 use crate::clock::rfc3339;
-use crate::store::{AttemptView, BreakerView, DeliveryView, StatusView};
+use crate::rules::breaker::Pause;
+use crate::store::{AttemptView, BreakerView, DeliveryView, PruneCounts, StatusView};
 use serde_json::{Map, Value, json};
 
 /// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
@@ -51,7 +52,7 @@ pub fn delivery_with_history_json(d: &DeliveryView, history: &[AttemptView]) -> 
 }
 
 /// `{"states": {...}, "subscribers": {NAME: {STATE: N}}, "breakers_open": N,
-/// "oldest_pending_s": S}`.
+/// "breakers_paused": N, "oldest_pending_s": S}`.
 pub fn status_json(s: &StatusView) -> Value {
     let states: Map<String, Value> = s.states.iter().map(|(st, n)| (st.as_str().to_string(), json!(n))).collect();
     let subscribers: Map<String, Value> = s
@@ -66,6 +67,7 @@ pub fn status_json(s: &StatusView) -> Value {
         "states": states,
         "subscribers": subscribers,
         "breakers_open": s.breakers_open,
+        "breakers_paused": s.breakers_paused,
         "oldest_pending_s": s.oldest_pending_s,
     })
 }
@@ -152,6 +154,9 @@ pub fn status_text(s: &StatusView) -> String {
         out.push_str(&format!("  {name}: {}\n", counts(c)));
     }
     out.push_str(&format!("breakers open: {}\n", s.breakers_open));
+    if s.breakers_paused > 0 {
+        out.push_str(&format!("connections paused: {}\n", s.breakers_paused));
+    }
     match s.oldest_pending_s {
         Some(age) => out.push_str(&format!("oldest pending: {age}s\n")),
         None => out.push_str("oldest pending: none\n"),
@@ -159,8 +164,33 @@ pub fn status_text(s: &StatusView) -> String {
     out
 }
 
+/// An operator's pause: `{"at", "until", "by", "reason"}` (`until` null until
+/// resumed).
+pub fn pause_json(p: &Pause) -> Value {
+    json!({
+        "at": rfc3339(p.at_ms),
+        "until": p.until_ms.map(rfc3339),
+        "by": p.by,
+        "reason": p.reason,
+    })
+}
+
+/// An operator's pause for people: `paused by NAME at T until T: REASON`.
+pub fn pause_text(p: &Pause) -> String {
+    let mut out = format!("paused by {} at {}", p.by, rfc3339(p.at_ms));
+    match p.until_ms {
+        Some(until) => out.push_str(&format!(" until {}", rfc3339(until))),
+        None => out.push_str(" until resumed"),
+    }
+    if let Some(r) = &p.reason {
+        out.push_str(&format!(": {r}"));
+    }
+    out
+}
+
 /// A breaker: `{"connection", "state", "failures_in_a_row", "opened_at",
-/// "pause_s", "alerts"}` and `"held"`, the deliveries it holds now.
+/// "pause_s", "alerts"}`, `"held"`, the deliveries it holds now, and `"paused"`,
+/// an operator's pause (see [`pause_json`]) or null.
 pub fn breaker_json(b: &BreakerView) -> Value {
     let r = &b.row;
     json!({
@@ -172,6 +202,7 @@ pub fn breaker_json(b: &BreakerView) -> Value {
         "alerts": r.alerts,
         "held": b.held,
         "probe": r.probe,
+        "paused": r.pause.as_ref().map(pause_json),
     })
 }
 
@@ -191,7 +222,36 @@ pub fn breaker_line(b: &BreakerView) -> String {
     {
         line.push_str(&format!("  opened {}  pause {}", rfc3339(opened), jadpo_check::format_duration(r.pause_ms)));
     }
+    if let Some(p) = &r.pause {
+        line.push_str(&format!("  {}", pause_text(p)));
+    }
     line
+}
+
+/// `jadpoc prune`'s counts: `{"dry_run", "cut", "deliveries", "attempts",
+/// "handled", "events"}`.
+pub fn prune_json(counts: &PruneCounts, cut_ms: i64, dry_run: bool) -> Value {
+    json!({
+        "dry_run": dry_run,
+        "cut": rfc3339(cut_ms),
+        "deliveries": counts.deliveries,
+        "attempts": counts.attempts,
+        "handled": counts.handled,
+        "events": counts.events,
+    })
+}
+
+/// `jadpoc prune`'s counts for people.
+pub fn prune_text(counts: &PruneCounts, cut_ms: i64, dry_run: bool) -> String {
+    format!(
+        "{} {}, {}, {}, {} (last active before {})\n",
+        if dry_run { "would prune" } else { "pruned" },
+        format!("{} {}", counts.deliveries, if counts.deliveries == 1 { "delivery" } else { "deliveries" }),
+        jadpo_check::plural(counts.attempts, "attempt"),
+        jadpo_check::plural(counts.handled, "handled record"),
+        jadpo_check::plural(counts.events, "event"),
+        rfc3339(cut_ms)
+    )
 }
 
 #[cfg(test)]

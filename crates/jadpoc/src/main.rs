@@ -35,6 +35,8 @@ enum Command {
     Status(cmd::status::StatusArgs),
     /// List the circuit breakers, one per connection.
     Breakers(cmd::breakers::BreakersArgs),
+    /// Delete final deliveries older than a cut, with their history.
+    Prune(cmd::prune::PruneArgs),
     /// Run the program's `test` blocks in virtual time.
     Test(cmd::test::TestArgs),
     /// Show when each attempt of each subscriber's budget starts.
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Deliveries(args) => cmd::deliveries::run(args),
         Command::Status(args) => cmd::status::run(args),
         Command::Breakers(args) => cmd::breakers::run(args),
+        Command::Prune(args) => cmd::prune::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Fmt(args) => cmd::fmt::run(args),

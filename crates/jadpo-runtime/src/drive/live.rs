@@ -13,7 +13,7 @@
 //! The work itself is the [`Runtime`]'s steps ([`crate::steps`]); this module only
 //! decides when they run, under the system clock.
 
-use crate::config::{STORE_ERROR_PAUSE_MS, TICK_MS};
+use crate::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
 use crate::drivers::SendMark;
 use crate::events;
 use crate::rules::{self, Outcome};
@@ -51,6 +51,7 @@ impl Runtime {
             )));
         }
         let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
+        let retain = self.config.retain_ms.map(|older_than| tokio::spawn(retain_loop(self.clone(), older_than, stop.clone())));
 
         while !*stop.borrow() {
             if stop.changed().await.is_err() {
@@ -61,6 +62,9 @@ impl Runtime {
             let _ = l.await;
         }
         let _ = tick.await;
+        if let Some(retain) = retain {
+            let _ = retain.await;
+        }
         // Let running attempts and schedule runs finish: they hold the in-flight
         // permits.
         let grace = Duration::from_millis(self.config.stop_grace_ms);
@@ -282,6 +286,28 @@ async fn tick_loop(
         }
         tokio::select! {
             _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(TICK_MS))) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// `--retain`: prune what is older than `older_than_ms` at once and then every
+/// [`RETAIN_EVERY_MS`], each batch its own short transaction.
+async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock.now_ms();
+        let store = rt.store.clone();
+        let plan = crate::retention::plan(now, older_than_ms, false);
+        match blocking(move || crate::retention::prune(store.as_ref(), &plan)).await {
+            Ok(counts) if counts.deliveries > 0 => events::pruned(now, &counts),
+            Ok(_) => {}
+            Err(e) => events::error(now, &e),
+        }
+        tokio::select! {
+            _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(RETAIN_EVERY_MS))) => {}
             _ = stop.changed() => {}
         }
     }

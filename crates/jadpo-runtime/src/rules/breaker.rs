@@ -37,6 +37,22 @@ pub struct BreakerRow {
     pub probe: Option<i64>,
     /// When the probe's lease ends.
     pub probe_lease_until_ms: Option<i64>,
+    /// An operator's pause, while one is recorded (see [`paused`]).
+    pub pause: Option<Pause>,
+}
+
+/// An operator's pause of a connection: every delivery is held as an open
+/// breaker holds them, whatever the breaker's own state, and no probe goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pause {
+    /// When it was paused.
+    pub at_ms: i64,
+    /// When the pause ends by itself; `None` until an operator resumes it.
+    pub until_ms: Option<i64>,
+    /// Who paused it.
+    pub by: String,
+    /// Why.
+    pub reason: Option<String>,
 }
 
 impl Default for BreakerRow {
@@ -50,6 +66,7 @@ impl Default for BreakerRow {
             alerted: false,
             probe: None,
             probe_lease_until_ms: None,
+            pause: None,
         }
     }
 }
@@ -104,6 +121,9 @@ pub fn at_claim(row: &BreakerRow, delivery: i64, now_ms: i64, lease_until_ms: i6
         next.probe_lease_until_ms = Some(lease_until_ms);
         (next, AtClaim::Probe)
     };
+    if paused(row, now_ms) {
+        return (row.clone(), AtClaim::Hold);
+    }
     match row.state {
         BreakerState::Closed => (row.clone(), AtClaim::Run),
         BreakerState::Open => {
@@ -154,6 +174,9 @@ pub fn pause_ends_ms(row: &BreakerRow) -> Option<i64> {
 /// be the probe, leased until `lease_until_ms`, so a probe goes even when nothing
 /// new arrives. `None` when there is nothing to wake it for.
 pub fn tick_wake(row: &BreakerRow, now_ms: i64, delivery: i64, lease_until_ms: i64) -> Option<BreakerRow> {
+    if paused(row, now_ms) {
+        return None;
+    }
     let wake = match row.state {
         BreakerState::Closed => false,
         BreakerState::Open => pause_ends_ms(row).is_some_and(|end| now_ms >= end),
@@ -173,6 +196,11 @@ pub fn tick_wake(row: &BreakerRow, now_ms: i64, delivery: i64, lease_until_ms: i
 pub fn next_work_ms(row: &BreakerRow, any_held: bool, now_ms: i64) -> Option<i64> {
     if alert_due(row) {
         return Some(now_ms);
+    }
+    if let Some(pause) = &row.pause {
+        // The sweep ends a pause whose time has come (and then releases what it
+        // held); one an operator must resume has no work before that.
+        return pause.until_ms.map(|until| until.max(now_ms));
     }
     if !any_held {
         return None;
@@ -217,9 +245,11 @@ pub fn after_attempt(row: &BreakerRow, delivery: i64, outcome: &Outcome, now_ms:
             (next, AfterAttempt::Nothing)
         }
         // Any answer closes it: the probe's, or one already running when it opened.
+        // A paused connection keeps its pause, and what it holds stays held.
         (Signal::Answered, _) => {
-            next = BreakerRow { alerts: row.alerts, ..BreakerRow::default() };
-            (next, AfterAttempt::Closed)
+            next = BreakerRow { alerts: row.alerts, pause: row.pause.clone(), ..BreakerRow::default() };
+            let what = if paused(row, now_ms) { AfterAttempt::Nothing } else { AfterAttempt::Closed };
+            (next, what)
         }
         (Signal::Unavailable, BreakerState::Closed) => {
             next.failures_in_a_row = row.failures_in_a_row.saturating_add(1);
@@ -258,6 +288,33 @@ pub fn alert_due(row: &BreakerRow) -> bool {
 /// The row after its alert was raised.
 pub fn alert_raised(row: &BreakerRow) -> BreakerRow {
     BreakerRow { alerted: true, alerts: row.alerts.saturating_add(1), ..row.clone() }
+}
+
+/// Whether an operator's pause holds the connection at `now_ms`: from the pause
+/// until its `until` (if any) or until it is resumed. While paused, every claim
+/// holds, no probe is woken, and an answer that closes the breaker releases
+/// nothing: time held spends no budget, as for an open breaker.
+pub fn paused(row: &BreakerRow, now_ms: i64) -> bool {
+    row.pause.as_ref().is_some_and(|p| p.until_ms.is_none_or(|until| now_ms < until))
+}
+
+/// The row once an operator pauses it with `pause` (a pause already in place is
+/// replaced). The breaker's own state is kept: when the pause ends by itself the
+/// breaker goes on as it was (closed, or open until its probe).
+pub fn pause(row: &BreakerRow, pause: Pause) -> BreakerRow {
+    BreakerRow { pause: Some(pause), ..row.clone() }
+}
+
+/// The row once an operator resumes it: closed, the pause gone, its alerts
+/// counted still; the store releases what it holds, due at once.
+pub fn resume(row: &BreakerRow) -> BreakerRow {
+    BreakerRow { alerts: row.alerts, ..BreakerRow::default() }
+}
+
+/// The tick's sweep at `now_ms` ends a pause whose time has come: the row
+/// without it (the store then releases what a closed breaker no longer holds).
+pub fn pause_ended(row: &BreakerRow, now_ms: i64) -> Option<BreakerRow> {
+    (row.pause.is_some() && !paused(row, now_ms)).then(|| BreakerRow { pause: None, ..row.clone() })
 }
 
 #[cfg(test)]
@@ -441,5 +498,51 @@ mod tests {
         assert_eq!(decide_at_claim(run.clone(), &BreakerRow::default(), 9, T0), (run, None));
         // Ended at the claim: the breaker has no say.
         assert_eq!(decide_at_claim(ClaimDecision::Handled, &row, 9, T0), (ClaimDecision::Handled, None));
+    }
+
+    fn paused_by_ops(until_ms: Option<i64>) -> Pause {
+        Pause { at_ms: T0, until_ms, by: "ops".into(), reason: Some("maintenance".into()) }
+    }
+
+    #[test]
+    fn a_pause_holds_every_claim_and_wakes_no_probe_until_it_ends() {
+        let closed = pause(&BreakerRow::default(), paused_by_ops(Some(T0 + 3_600_000)));
+        assert_eq!(at_claim(&closed, 1, T0 + 1, T0 + 60_000).1, AtClaim::Hold);
+        assert_eq!(at_claim(&closed, 1, T0 + 3_599_999, T0 + 60_000).1, AtClaim::Hold);
+        assert_eq!(at_claim(&closed, 1, T0 + 3_600_000, T0 + 60_000).1, AtClaim::Run);
+        assert_eq!(next_work_ms(&closed, true, T0), Some(T0 + 3_600_000));
+        assert_eq!(pause_ended(&closed, T0 + 3_599_999), None);
+        assert_eq!(pause_ended(&closed, T0 + 3_600_000), Some(BreakerRow::default()));
+        // An open breaker whose own pause passed sends no probe while paused.
+        let open = pause(&open_after_five(T0), paused_by_ops(None));
+        assert_eq!(at_claim(&open, 9, T0 + 600_000, T0 + 660_000).1, AtClaim::Hold);
+        assert_eq!(tick_wake(&open, T0 + 600_000, 9, T0 + 660_000), None);
+        assert_eq!(next_work_ms(&alert_raised(&open), true, T0 + 600_000), None);
+        assert_eq!(pause_ended(&open, i64::MAX), None);
+        // Ended, it is open as it was, and the tick wakes its probe.
+        let ended = BreakerRow { pause: None, ..open.clone() };
+        assert!(tick_wake(&ended, T0 + 600_000, 9, T0 + 660_000).is_some());
+    }
+
+    #[test]
+    fn an_answer_while_paused_closes_the_breaker_but_releases_nothing() {
+        let open = pause(&open_after_five(T0), paused_by_ops(None));
+        let (next, what) = after_attempt(&open, 77, &Outcome::ok(), T0 + 5);
+        assert_eq!((next.state, what), (BreakerState::Closed, AfterAttempt::Nothing));
+        assert_eq!(next.pause, open.pause);
+        assert!(paused(&next, T0 + 6));
+    }
+
+    #[test]
+    fn resuming_closes_a_paused_or_open_breaker() {
+        let open = alert_raised(&open_after_five(T0));
+        for row in [open.clone(), pause(&open, paused_by_ops(None)), pause(&BreakerRow::default(), paused_by_ops(None))]
+        {
+            let resumed = resume(&row);
+            assert_eq!(resumed.state, BreakerState::Closed);
+            assert_eq!(resumed.pause, None);
+            assert_eq!(resumed.alerts, row.alerts);
+            assert_eq!(at_claim(&resumed, 1, T0, T0 + 1).1, AtClaim::Run);
+        }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod breaker;
 pub mod hold;
+pub mod retention;
 
 use crate::codes::RuntimeCode;
 use jadpo_check::budget;

@@ -15,7 +15,7 @@ mod sqlite;
 pub use postgres::PgStore;
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
-use crate::rules::breaker::BreakerRow;
+use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
 use jadpo_check::program::DeliveryState;
 use std::path::Path;
@@ -463,6 +463,8 @@ pub struct StatusView {
     pub subscribers: Vec<(String, Vec<(DeliveryState, u64)>)>,
     /// Breakers not closed.
     pub breakers_open: u64,
+    /// Connections an operator has paused.
+    pub breakers_paused: u64,
     /// Age in seconds of the oldest pending delivery.
     pub oldest_pending_s: Option<i64>,
 }
@@ -519,6 +521,77 @@ pub struct ClaimedSchedule {
     pub name: String,
     /// The run's number.
     pub run: u64,
+}
+
+/// An operator's action on a connection, as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseAction {
+    /// `jadpoc breakers pause`.
+    Pause,
+    /// `jadpoc breakers resume`.
+    Resume,
+    /// A pause with `--for` came to its end (the sweep ended it).
+    Ended,
+}
+
+impl PauseAction {
+    /// The word stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseAction::Pause => "pause",
+            PauseAction::Resume => "resume",
+            PauseAction::Ended => "pause_ended",
+        }
+    }
+}
+
+/// What an operator's resume did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// The breaker's row before (`None`: the connection had no row, so nothing
+    /// was paused, open or held).
+    pub was: Option<BreakerRow>,
+    /// Held deliveries released, due at once.
+    pub released: u64,
+}
+
+/// What retention deletes: final deliveries in `states` whose last activity
+/// (their last claim, else their creation) is before `cut_ms`, at most `batch`
+/// per transaction, with their attempts and handled records, and the events
+/// left with no delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunePlan {
+    /// Deliveries last active before this are deleted.
+    pub cut_ms: i64,
+    /// The final states deleted (see [`crate::rules::retention`]).
+    pub states: Vec<DeliveryState>,
+    /// Most deliveries deleted in one transaction.
+    pub batch: usize,
+}
+
+/// Rows retention deleted (or, for a dry run, would delete).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneCounts {
+    /// Deliveries.
+    pub deliveries: u64,
+    /// Their attempts.
+    pub attempts: u64,
+    /// Their handled records.
+    pub handled: u64,
+    /// Events left with no delivery.
+    pub events: u64,
+}
+
+impl PruneCounts {
+    /// These counts and `other`'s.
+    pub fn add(self, other: PruneCounts) -> PruneCounts {
+        PruneCounts {
+            deliveries: self.deliveries + other.deliveries,
+            attempts: self.attempts + other.attempts,
+            handled: self.handled + other.handled,
+            events: self.events + other.events,
+        }
+    }
 }
 
 /// The store's operations; each call is one transaction.
@@ -595,4 +668,33 @@ pub trait Store: Send + Sync {
 
     /// When the sweep next has work, if it has any.
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
+
+    // Operators' pauses of connections.
+
+    /// Pause `connection` (creating its breaker row, closed, if it has none) as
+    /// `pause` says, and keep the action; returns the row written.
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError>;
+
+    /// Resume `connection` at `now_ms`: its breaker closed, its pause ended, what
+    /// it holds released due at once; the action kept with `by` and `reason`.
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError>;
+
+    /// Whether the store knows `connection`: a breaker row or a delivery through it.
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
+
+    // Retention.
+
+    /// Delete one batch of what `plan` names, in one transaction (each delivery by
+    /// a statement guarded by its being final and old still; its attempts and
+    /// handled record only once that matched). Zero deliveries: nothing is left.
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
+
+    /// What pruning by `plan` would delete now, deleting nothing.
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
 }

@@ -7,5 +7,7 @@ mod http_driver;
 mod http_server;
 mod http_tls;
 mod ingest;
+mod pauses;
+mod retention;
 mod runtime;
 mod store;

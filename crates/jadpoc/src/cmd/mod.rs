@@ -9,6 +9,7 @@ pub mod fmt;
 pub mod lsp;
 pub mod migrate;
 pub mod plan;
+pub mod prune;
 pub mod run;
 pub mod status;
 pub mod test;

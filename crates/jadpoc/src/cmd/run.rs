@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// How log lines are written (to stderr).
     #[arg(long, value_enum, default_value = "text")]
     log_format: crate::logging::LogFormat,
+    /// Prune final deliveries older than this in the background (as `jadpoc prune
+    /// --older-than`, failed and parked ones kept), every few minutes.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::prune::duration)]
+    retain: Option<u64>,
     /// Most deliveries one claim takes (for benchmarks).
     #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
@@ -125,6 +129,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let config = RuntimeConfig {
         workers: usize::from(args.workers),
         batch: args.batch.clamp(1, config::MAX_BATCH),
+        retain_ms: args.retain,
         ..RuntimeConfig::default()
     };
     let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));

@@ -3,13 +3,13 @@
 
 use super::super::{BreakerAlert, BreakerSweep, BreakerView, Recorded};
 use super::{StoreError, col, pg_error, q, u32_of};
-use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
+use crate::rules::breaker::{self, AfterAttempt, BreakerRow, Pause};
 use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
 use postgres::{Client, GenericClient, Row, Transaction};
 
 const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
-     probe_delivery, probe_lease_until";
+     probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason";
 
 /// How many times an outcome's count is tried against a row other processes keep
 /// changing before the transaction gives up (and is run again by the caller).
@@ -30,6 +30,15 @@ fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
             alerted: col::<Option<i64>>(r, "alerted_at")?.is_some(),
             probe: col(r, "probe_delivery")?,
             probe_lease_until_ms: col(r, "probe_lease_until")?,
+            pause: match col::<Option<i64>>(r, "paused_at")? {
+                Some(at_ms) => Some(Pause {
+                    at_ms,
+                    until_ms: col(r, "paused_until")?,
+                    by: col::<Option<String>>(r, "paused_by")?.unwrap_or_default(),
+                    reason: col(r, "pause_reason")?,
+                }),
+                None => None,
+            },
         },
         held: u64::try_from(col::<i64>(r, "held")?).unwrap_or(0),
     })
@@ -74,7 +83,11 @@ pub(super) fn write_breaker(
     let failures = i64::from(next.failures_in_a_row);
     let pause = rules::ms_i64(next.pause_ms);
     let alerts = i64::from(next.alerts);
-    // The next row's values, $1 to $10, for both statements.
+    let paused_at = next.pause.as_ref().map(|p| p.at_ms);
+    let paused_until = next.pause.as_ref().and_then(|p| p.until_ms);
+    let paused_by = next.pause.as_ref().map(|p| p.by.as_str());
+    let pause_reason = next.pause.as_ref().and_then(|p| p.reason.as_deref());
+    // The next row's values, $1 to $14, for both statements.
     let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![
         &connection,
         &state,
@@ -86,14 +99,20 @@ pub(super) fn write_breaker(
         &next.probe,
         &next.probe_lease_until_ms,
         &now_ms,
+        &paused_at,
+        &paused_until,
+        &paused_by,
+        &pause_reason,
     ];
     let n = match old {
         None => tx
             .execute(
                 &q(
                     "INSERT INTO {s}.circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
-                     alerts, alerted_at, probe_delivery, probe_lease_until, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10) \
+                     alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, paused_until, \
+                     paused_by, pause_reason) \
+                     VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10, $11, $12, \
+                     $13, $14) \
                      ON CONFLICT (connection) DO NOTHING",
                     s,
                 ),
@@ -104,15 +123,24 @@ pub(super) fn write_breaker(
             let old_state = old.state.as_str();
             let old_failures = i64::from(old.failures_in_a_row);
             let old_alerts = i64::from(old.alerts);
-            params.extend_from_slice(&[&old_state, &old_failures, &old.opened_at_ms, &old.probe, &old_alerts]);
+            let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
+            params.extend_from_slice(&[
+                &old_state,
+                &old_failures,
+                &old.opened_at_ms,
+                &old.probe,
+                &old_alerts,
+                &old_paused_at,
+            ]);
             tx.execute(
                 &q(
                     "UPDATE {s}.circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
                      pause_ms = $5, alerts = $6, alerted_at = CASE WHEN $7 THEN COALESCE(alerted_at, $10) END, \
-                     probe_delivery = $8, probe_lease_until = $9, updated_at = $10 \
-                     WHERE connection = $1 AND state = $11 AND failures_in_a_row = $12 \
-                     AND opened_at IS NOT DISTINCT FROM $13 AND probe_delivery IS NOT DISTINCT FROM $14 \
-                     AND alerts = $15",
+                     probe_delivery = $8, probe_lease_until = $9, updated_at = $10, paused_at = $11, \
+                     paused_until = $12, paused_by = $13, pause_reason = $14 \
+                     WHERE connection = $1 AND state = $15 AND failures_in_a_row = $16 \
+                     AND opened_at IS NOT DISTINCT FROM $17 AND probe_delivery IS NOT DISTINCT FROM $18 \
+                     AND alerts = $19 AND paused_at IS NOT DISTINCT FROM $20",
                     s,
                 ),
                 &params,
@@ -197,9 +225,17 @@ pub(super) fn release_held(
     release_rows(tx, s, rows, now_ms)
 }
 
-/// Held deliveries whose connection has no breaker that is not closed.
+/// Held deliveries whose connection has no breaker that is not closed, nor a
+/// pause (a pause whose time has come is ended by the sweep first).
 pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
-     {s}.circuit_breakers b WHERE b.connection = held_connection AND b.state <> 'closed')";
+     {s}.circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
+     OR b.paused_at IS NOT NULL))";
+
+/// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
+pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
+
+/// The breakers the tick's sweep looks at: those not closed, and those paused.
+pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
 
 fn held_by_outage(tx: &mut Transaction<'_>, s: &str, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
     let row = tx
@@ -223,6 +259,7 @@ pub(super) fn sweep(
     lease_until: &dyn Fn(&str) -> i64,
 ) -> Result<BreakerSweep, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
+    super::pauses::end_pauses(&mut tx, s, now_ms)?;
     let orphans = tx
         .query(
             &q(&format!("SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"), s),
@@ -231,7 +268,7 @@ pub(super) fn sweep(
         .map_err(pg_error)?;
     let released = release_rows(&mut tx, s, orphans, now_ms)?;
     let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
-    for view in read_breakers(&mut tx, s, "WHERE state <> 'closed'")? {
+    for view in read_breakers(&mut tx, s, SWEPT)? {
         let BreakerView { connection, row, held } = view;
         let mut row = row;
         if breaker::alert_due(&row) {

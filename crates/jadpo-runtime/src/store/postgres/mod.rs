@@ -20,16 +20,19 @@ mod breakers;
 mod claims;
 pub mod connect;
 mod outcomes;
+mod pauses;
 mod reads;
+mod retention;
 mod schedules;
 pub mod schema;
 
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError,
+    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
+    ScheduleSpec, StatusView, Store, StoreError,
 };
+use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::Failure;
 use connect::PgLocation;
 use postgres::Client;
@@ -250,5 +253,31 @@ impl Store for PgStore {
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
+    }
+
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.with_client(|c, s| pauses::pause(c, s, connection, pause))
+    }
+
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.with_client(|c, s| pauses::resume(c, s, connection, by, reason, now_ms))
+    }
+
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.with_client(|c, s| pauses::knows_connection(c, s, connection))
+    }
+
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_client(|c, s| retention::prune_batch(c, s, plan))
+    }
+
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_client(|c, s| retention::prune_preview(c, s, plan))
     }
 }

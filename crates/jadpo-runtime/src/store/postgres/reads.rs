@@ -146,6 +146,10 @@ pub(super) fn status(c: &mut Client, s: &str, now_ms: i64) -> Result<StatusView,
         )
         .map_err(pg_error)?;
     view.breakers_open = u64::try_from(col::<i64>(&row, "open")?).unwrap_or(0);
+    view.breakers_paused = read_breakers(&mut tx, s, super::breakers::PAUSED)?
+        .iter()
+        .filter(|b| breaker::paused(&b.row, now_ms))
+        .count() as u64;
     view.oldest_pending_s = col::<Option<i64>>(&row, "oldest")?.map(|t| ((now_ms - t) / 1000).max(0));
     tx.commit().map_err(pg_error)?;
     Ok(view)
@@ -162,7 +166,7 @@ pub(super) fn next_sweep_ms(c: &mut Client, s: &str, now_ms: i64) -> Result<Opti
         )
         .map_err(pg_error)?;
     let mut next = col::<bool>(&row, "orphans")?.then_some(now_ms);
-    let views: Vec<BreakerView> = read_breakers(c, s, "WHERE state <> 'closed'")?;
+    let views: Vec<BreakerView> = read_breakers(c, s, super::breakers::SWEPT)?;
     for view in views {
         if let Some(t) = breaker::next_work_ms(&view.row, view.held > 0, now_ms) {
             next = Some(next.map_or(t, |n: i64| n.min(t)));

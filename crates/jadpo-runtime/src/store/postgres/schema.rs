@@ -8,7 +8,8 @@ use postgres::Client;
 
 /// The migrations, in order; `{s}` stands for the quoted schema. Times are
 /// milliseconds since the Unix epoch, as the runtime's rules count them.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE {s}.events (
     id bigserial PRIMARY KEY,
     name text NOT NULL,
@@ -82,7 +83,27 @@ CREATE TABLE {s}.circuit_breakers (
     probe_lease_until bigint,
     updated_at bigint
 );
-"#];
+"#,
+    // An operator's pause of a connection, on its breaker's row; every pause and
+    // resume kept with who, when and why.
+    r#"
+ALTER TABLE {s}.circuit_breakers ADD COLUMN paused_at bigint;
+ALTER TABLE {s}.circuit_breakers ADD COLUMN paused_until bigint;
+ALTER TABLE {s}.circuit_breakers ADD COLUMN paused_by text;
+ALTER TABLE {s}.circuit_breakers ADD COLUMN pause_reason text;
+CREATE TABLE {s}.breaker_actions (
+    id bigserial PRIMARY KEY,
+    connection text NOT NULL,
+    action text NOT NULL,
+    at bigint NOT NULL,
+    by text NOT NULL,
+    reason text,
+    until bigint
+);
+-- Retention deletes an event once no delivery of it is left.
+CREATE INDEX deliveries_event ON {s}.deliveries (event_id);
+"#,
+];
 
 /// The newest schema version this build knows.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -3,7 +3,7 @@
 
 use super::super::{BreakerAlert, BreakerSweep, BreakerView};
 use super::{StoreError, u32_of};
-use crate::rules::breaker::{self, BreakerRow};
+use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
 use rusqlite::types::ToSql;
@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 macro_rules! breaker_columns {
     () => {
         "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
-         probe_lease_until"
+         probe_lease_until, paused_at, paused_until, paused_by, pause_reason"
     };
 }
 
@@ -30,10 +30,18 @@ pub(super) const BREAKERS_WITH_HELD: &str = concat!(
      AS held FROM jadpo_circuit_breakers b"
 );
 
-/// Held deliveries whose connection has no breaker that is not closed: a release
-/// racing a hold can leave these behind, and the tick's sweep releases them.
+/// Held deliveries whose connection has no breaker that is not closed, nor a
+/// pause: a release racing a hold can leave these behind, and the tick's sweep
+/// releases them (a pause whose time has come is ended by the sweep first).
 pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
-     jadpo_circuit_breakers b WHERE b.connection = held_connection AND b.state <> 'closed')";
+     jadpo_circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
+     OR b.paused_at IS NOT NULL))";
+
+/// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
+pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
+
+/// The breakers the tick's sweep looks at: those not closed, and those paused.
+pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
 
 /// A breaker's row read by column name, with its `held` count.
 pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
@@ -51,6 +59,15 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
             alerted: r.get::<_, Option<i64>>("alerted_at")?.is_some(),
             probe: r.get("probe_delivery")?,
             probe_lease_until_ms: r.get("probe_lease_until")?,
+            pause: match r.get::<_, Option<i64>>("paused_at")? {
+                Some(at_ms) => Some(Pause {
+                    at_ms,
+                    until_ms: r.get("paused_until")?,
+                    by: r.get::<_, Option<String>>("paused_by")?.unwrap_or_default(),
+                    reason: r.get("pause_reason")?,
+                }),
+                None => None,
+            },
         },
         held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
     })
@@ -90,6 +107,10 @@ pub(super) fn write_breaker(
 ) -> Result<bool, StoreError> {
     let pause_ms = rules::ms_i64(next.pause_ms);
     let state = next.state.as_str();
+    let paused_at = next.pause.as_ref().map(|p| p.at_ms);
+    let paused_until = next.pause.as_ref().and_then(|p| p.until_ms);
+    let paused_by = next.pause.as_ref().map(|p| p.by.as_str());
+    let pause_reason = next.pause.as_ref().and_then(|p| p.reason.as_deref());
     // The next row's values, named once for both statements.
     let mut values: Vec<(&str, &dyn ToSql)> = vec![
         (":connection", &connection),
@@ -102,21 +123,29 @@ pub(super) fn write_breaker(
         (":probe", &next.probe),
         (":probe_lease_until", &next.probe_lease_until_ms),
         (":now", &now_ms),
+        (":paused_at", &paused_at),
+        (":paused_until", &paused_until),
+        (":paused_by", &paused_by),
+        (":pause_reason", &pause_reason),
     ];
     let n = match old {
         None => tx
             .prepare_cached(
                 "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
-                 pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at) \
+                 pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
+                 paused_until, paused_by, pause_reason) \
                  VALUES (:connection, :state, :failures, :opened_at, :pause_ms, :alerts, \
-                 CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now) \
+                 CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now, :paused_at, \
+                 :paused_until, :paused_by, :pause_reason) \
                  ON CONFLICT (connection) DO NOTHING",
             )?
             .execute(values.as_slice())?,
         Some(old) => {
             let old_state = old.state.as_str();
+            let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
             values.extend_from_slice(&[
-                (":old_state", &old_state as &dyn ToSql),
+                (":old_paused_at", &old_paused_at as &dyn ToSql),
+                (":old_state", &old_state),
                 (":old_failures", &old.failures_in_a_row),
                 (":old_opened_at", &old.opened_at_ms),
                 (":old_probe", &old.probe),
@@ -126,9 +155,12 @@ pub(super) fn write_breaker(
                 "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
                  opened_at = :opened_at, pause_ms = :pause_ms, alerts = :alerts, \
                  alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
-                 probe_delivery = :probe, probe_lease_until = :probe_lease_until, updated_at = :now \
+                 probe_delivery = :probe, probe_lease_until = :probe_lease_until, updated_at = :now, \
+                 paused_at = :paused_at, paused_until = :paused_until, paused_by = :paused_by, \
+                 pause_reason = :pause_reason \
                  WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
-                 AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts",
+                 AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
+                 AND paused_at IS :old_paused_at",
             )?
             .execute(values.as_slice())?
         }
@@ -217,9 +249,10 @@ pub(super) fn sweep(
     lease_until: &dyn Fn(&str) -> i64,
 ) -> Result<BreakerSweep, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    super::pauses::end_pauses(&tx, now_ms)?;
     let released = release_where(&tx, HELD_WITHOUT_OPEN_BREAKER, &[], now_ms)?;
     let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
-    for view in read_breakers(&tx, "WHERE state <> 'closed'")? {
+    for view in read_breakers(&tx, SWEPT)? {
         let BreakerView { connection, row, held } = view;
         let mut row = row;
         if breaker::alert_due(&row) {

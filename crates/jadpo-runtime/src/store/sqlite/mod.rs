@@ -15,7 +15,9 @@ mod breakers;
 mod busy;
 mod claims;
 mod outcomes;
+mod pauses;
 mod reads;
+mod retention;
 mod schedules;
 mod schema;
 
@@ -24,9 +26,10 @@ pub use schema::APPLICATION_ID;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError,
+    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
+    ScheduleSpec, StatusView, Store, StoreError,
 };
+use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::Failure;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
@@ -281,6 +284,32 @@ impl Store for SqliteStore {
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
+    }
+
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.with_retry(|conn| pauses::pause(conn, connection, pause))
+    }
+
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.with_retry(|conn| pauses::resume(conn, connection, by, reason, now_ms))
+    }
+
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.with_retry(|conn| pauses::knows_connection(conn, connection))
+    }
+
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_retry(|conn| retention::prune_batch(conn, plan))
+    }
+
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_retry(|conn| retention::prune_preview(conn, plan))
     }
 }
 

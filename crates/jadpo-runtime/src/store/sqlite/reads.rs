@@ -151,6 +151,10 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64) -> Result<StatusView, S
     let open: i64 =
         tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| r.get(0))?;
     view.breakers_open = u64::try_from(open).unwrap_or(0);
+    view.breakers_paused = read_breakers(&tx, super::breakers::PAUSED)?
+        .iter()
+        .filter(|b| breaker::paused(&b.row, now_ms))
+        .count() as u64;
     let oldest: Option<i64> =
         tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
     view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
@@ -166,7 +170,7 @@ pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option
         .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER})"))?
         .query_row([], |r| r.get(0))?;
     let mut next = orphans.then_some(now_ms);
-    for view in read_breakers(conn, "WHERE state <> 'closed'")? {
+    for view in read_breakers(conn, super::breakers::SWEPT)? {
         if let Some(t) = breaker::next_work_ms(&view.row, view.held > 0, now_ms) {
             next = Some(next.map_or(t, |n: i64| n.min(t)));
         }

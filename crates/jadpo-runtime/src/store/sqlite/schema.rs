@@ -90,6 +90,25 @@ ALTER TABLE jadpo_deliveries ADD COLUMN end_reason TEXT;
 ALTER TABLE jadpo_deliveries ADD COLUMN last_reason TEXT;
 ALTER TABLE jadpo_attempts ADD COLUMN reason TEXT;
 "#,
+    // An operator's pause of a connection, on its breaker's row; every pause and
+    // resume kept with who, when and why.
+    r#"
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_at INTEGER;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_until INTEGER;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_by TEXT;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN pause_reason TEXT;
+CREATE TABLE jadpo_breaker_actions (
+    id INTEGER PRIMARY KEY,
+    connection TEXT NOT NULL,
+    action TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    by TEXT NOT NULL,
+    reason TEXT,
+    until INTEGER
+);
+-- Retention deletes an event once no delivery of it is left.
+CREATE INDEX jadpo_deliveries_event ON jadpo_deliveries (event_id);
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -98,6 +117,10 @@ pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
 /// The first version with `end_reason` and the failures' reasons; a read-only
 /// handle on an older store reads them as missing.
 pub(super) const VERSION_WITH_REASONS: i64 = 2;
+
+/// The first version with operators' pauses; a read-only handle on an older
+/// store reads every connection as not paused.
+pub(super) const VERSION_WITH_PAUSES: i64 = 3;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

@@ -11,6 +11,9 @@ pub trait Fixture: Send + Sync {
     /// Close a connection's breaker behind the store's back, as another process
     /// whose release ran before this one's holds were written.
     fn close_breaker_behind(&self, connection: &str);
+    /// Write a handled record for a delivery behind the store's back (a call
+    /// that succeeded, its delivery not yet final).
+    fn add_handled_behind(&self, delivery: i64, at_ms: i64);
 }
 
 /// A SQLite store in a file of its own.
@@ -47,6 +50,12 @@ impl Fixture for SqliteFile {
         )
         .expect("close");
     }
+
+    fn add_handled_behind(&self, delivery: i64, at_ms: i64) {
+        let raw = rusqlite::Connection::open(&self.path).expect("open raw");
+        raw.execute("INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)", [delivery, at_ms])
+            .expect("handled");
+    }
 }
 
 /// The SQLite fixture (always available).
@@ -80,6 +89,12 @@ impl Fixture for PgDatabase {
             &[&connection],
         )
         .expect("close");
+    }
+
+    fn add_handled_behind(&self, delivery: i64, at_ms: i64) {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        c.execute("INSERT INTO jadpo.handled (delivery_id, handled_at) VALUES ($1, $2)", &[&delivery, &at_ms])
+            .expect("handled");
     }
 }
 

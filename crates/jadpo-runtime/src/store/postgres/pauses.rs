@@ -1,0 +1,110 @@
+//! Operators' pauses of connections: the pause on the breaker's row (the core's
+//! rules say what it holds), every pause and resume kept with who, when and why,
+//! and the end of a pause whose time has come. Each change to the row is the
+//! guarded statement of `write_breaker`, read again when another process changed
+//! the row first.
+
+use super::super::{PauseAction, ResumeReport};
+use super::breakers::{PAUSED, read_breaker, read_breakers, release_held, write_breaker};
+use super::{StoreError, col, pg_error, q};
+use crate::rules::breaker::{self, BreakerRow, Pause};
+use postgres::{Client, Transaction};
+
+/// How many times an operator's change is tried against a row other processes
+/// keep changing before it gives up.
+const TRIES: usize = 16;
+
+/// Keep an operator's action on a connection.
+fn record_action(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    action: PauseAction,
+    by: &str,
+    reason: Option<&str>,
+    until_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.breaker_actions (connection, action, at, by, reason, until) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            s,
+        ),
+        &[&connection, &action.as_str(), &now_ms, &by, &reason, &until_ms],
+    )
+    .map_err(pg_error)?;
+    Ok(())
+}
+
+fn changed_under(connection: &str, what: &str) -> StoreError {
+    StoreError::Postgres(format!("the breaker of `{connection}` kept changing under its {what}"))
+}
+
+pub(super) fn pause(client: &mut Client, s: &str, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    for _ in 0..TRIES {
+        let current = read_breaker(&mut tx, s, connection)?;
+        let next = breaker::pause(&current.clone().unwrap_or_default(), pause.clone());
+        if write_breaker(&mut tx, s, connection, current.as_ref(), &next, pause.at_ms)? {
+            let (by, reason) = (pause.by.as_str(), pause.reason.as_deref());
+            record_action(&mut tx, s, connection, PauseAction::Pause, by, reason, pause.until_ms, pause.at_ms)?;
+            tx.commit().map_err(pg_error)?;
+            return Ok(next);
+        }
+    }
+    Err(changed_under(connection, "pause"))
+}
+
+pub(super) fn resume(
+    client: &mut Client,
+    s: &str,
+    connection: &str,
+    by: &str,
+    reason: Option<&str>,
+    now_ms: i64,
+) -> Result<ResumeReport, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    for _ in 0..TRIES {
+        let Some(current) = read_breaker(&mut tx, s, connection)? else {
+            return Ok(ResumeReport { was: None, released: 0 });
+        };
+        let next = breaker::resume(&current);
+        if write_breaker(&mut tx, s, connection, Some(&current), &next, now_ms)? {
+            let released = release_held(&mut tx, s, connection, None, now_ms)?;
+            record_action(&mut tx, s, connection, PauseAction::Resume, by, reason, None, now_ms)?;
+            tx.commit().map_err(pg_error)?;
+            return Ok(ResumeReport { was: Some(current), released });
+        }
+    }
+    Err(changed_under(connection, "resume"))
+}
+
+pub(super) fn knows_connection(client: &mut Client, s: &str, connection: &str) -> Result<bool, StoreError> {
+    let row = client
+        .query_one(
+            &q(
+                "SELECT EXISTS (SELECT 1 FROM {s}.circuit_breakers WHERE connection = $1) \
+                 OR EXISTS (SELECT 1 FROM {s}.deliveries WHERE connection = $1) AS known",
+                s,
+            ),
+            &[&connection],
+        )
+        .map_err(pg_error)?;
+    col(&row, "known")
+}
+
+/// End every pause whose time has come at `now_ms`, each by one guarded
+/// statement (of processes sweeping at once, one ends it and keeps the action);
+/// what the closed breakers held is then released by the sweep.
+pub(super) fn end_pauses(tx: &mut Transaction<'_>, s: &str, now_ms: i64) -> Result<(), StoreError> {
+    for view in read_breakers(tx, s, PAUSED)? {
+        if let Some(next) = breaker::pause_ended(&view.row, now_ms)
+            && write_breaker(tx, s, &view.connection, Some(&view.row), &next, now_ms)?
+        {
+            let by = view.row.pause.as_ref().map_or("", |p| p.by.as_str());
+            record_action(tx, s, &view.connection, PauseAction::Ended, by, None, None, now_ms)?;
+        }
+    }
+    Ok(())
+}

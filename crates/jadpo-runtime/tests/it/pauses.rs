@@ -1,0 +1,222 @@
+//! Operators' pauses in the store suite: a paused connection's deliveries are
+//! held at their claims with their budgets untouched, no probe goes, another
+//! handle (another process) sees the pause at its next claim, and a resume or the
+//! pause's end releases them due at once. Run on every store.
+
+use crate::common;
+use common::fixture::{self, Fixture};
+
+use common::{T0, TIMEOUT_MS, claim, event};
+use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
+use jadpo_runtime::rules::breaker::Pause;
+use jadpo_runtime::rules::{self, Outcome};
+use jadpo_runtime::store::{ClaimReport, DeliveryFilter, DeliveryView, Recorded, Store};
+use rand::SeedableRng;
+
+const HOUR: i64 = 3_600_000;
+
+fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
+    let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
+    let recs: Vec<Recorded> = report
+        .run
+        .iter()
+        .map(|c| Recorded {
+            id: c.id,
+            connection: c.connection.clone(),
+            attempt: c.attempt,
+            started_at_ms: c.claimed_at_ms,
+            ended_at_ms: now,
+            outcome: outcome.clone(),
+            decision: rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
+        })
+        .collect();
+    store.record(&recs).expect("record");
+}
+
+fn all(store: &dyn Store) -> Vec<DeliveryView> {
+    store.deliveries(&DeliveryFilter::default()).expect("list")
+}
+
+fn lease(now: i64) -> impl Fn(&str) -> i64 {
+    move |_| rules::lease_until_ms(now, TIMEOUT_MS)
+}
+
+fn by_ops(at_ms: i64, until_ms: Option<i64>) -> Pause {
+    Pause { at_ms, until_ms, by: "ops".into(), reason: Some("provider maintenance".into()) }
+}
+
+/// Paused for an hour, every delivery (those retrying, those never tried) is
+/// held at its claim, keeps its attempts, and the sweep wakes no probe; the
+/// resume releases them due at once, each window moved on by the time held.
+fn a_paused_connection_holds_everything_until_resumed(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    store.emit(&(0..6).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let r = claim(store, T0, 2);
+    record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0 + 10);
+
+    let paused = store.pause_connection("c", &by_ops(T0 + 20, None)).expect("pause");
+    assert_eq!(paused.state, BreakerState::Closed, "the breaker's own state is kept");
+    // Another process sees the pause at its next claim.
+    let other = f.open();
+    let at = T0 + HOUR / 2;
+    let r = claim(&*other, at, 10);
+    assert_eq!((r.run.len(), r.held.len()), (0, 6), "every due delivery is held: {r:?}");
+    let held = all(store);
+    assert!(held.iter().all(|d| d.state == DeliveryState::Held && d.held_since_ms == Some(at)), "{held:?}");
+    let attempts: Vec<u32> = held.iter().map(|d| d.attempts).collect();
+    assert_eq!(attempts, vec![1, 1, 0, 0, 0, 0], "holding spends no attempt");
+    // No probe, however long it lasts.
+    let sweep = store.sweep_breakers(at + 10 * HOUR, &lease(at + 10 * HOUR)).expect("sweep");
+    assert_eq!((sweep.woken.len(), sweep.released), (0, 0));
+    assert_eq!(store.next_sweep_ms(at).expect("next"), None, "nothing to do before a resume");
+    let listed = store.breakers().expect("breakers");
+    assert_eq!(listed[0].row.pause.as_ref().map(|p| p.by.as_str()), Some("ops"));
+    assert_eq!(listed[0].held, 6);
+    assert_eq!(store.status(at).expect("status").breakers_paused, 1);
+
+    let resumed_at = at + HOUR;
+    let report = store.resume_connection("c", "ops", Some("done"), resumed_at).expect("resume");
+    assert_eq!(report.released, 6);
+    assert!(report.was.and_then(|w| w.pause).is_some());
+    let released = all(store);
+    assert!(
+        released.iter().all(|d| d.state == DeliveryState::Pending
+            && d.due_at_ms == Some(resumed_at)
+            && d.held_ms == HOUR
+            && d.budget_start_ms == T0),
+        "due at once, the hour held moving each window on: {released:?}"
+    );
+    assert_eq!(store.breakers().expect("breakers")[0].row.pause, None);
+    assert_eq!(store.status(resumed_at).expect("status").breakers_paused, 0);
+    // They run now, each with its next attempt.
+    let r = claim(store, resumed_at, 10);
+    let mut next: Vec<u32> = r.run.iter().map(|c| c.attempt).collect();
+    next.sort_unstable();
+    assert_eq!(next, vec![1, 1, 1, 1, 2, 2]);
+}
+
+/// A pause with an end: held until then, and the sweep at its end ends it and
+/// releases what it held (the breaker was closed: it stays closed).
+fn a_pause_for_a_while_ends_by_itself(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    store.emit(&(0..3).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let until = T0 + 2 * HOUR;
+    store.pause_connection("c", &by_ops(T0, Some(until))).expect("pause");
+    assert_eq!(claim(store, T0 + 1, 10).held.len(), 3);
+    assert_eq!(store.next_sweep_ms(T0 + 1).expect("next"), Some(until));
+    assert_eq!(store.sweep_breakers(until - 1, &lease(until - 1)).expect("sweep").released, 0);
+    let sweep = store.sweep_breakers(until, &lease(until)).expect("sweep");
+    assert_eq!(sweep.released, 3);
+    let row = &store.breakers().expect("breakers")[0].row;
+    assert_eq!((row.state, row.pause.as_ref()), (BreakerState::Closed, None));
+    assert!(all(store).iter().all(|d| d.state == DeliveryState::Pending && d.held_ms == 2 * HOUR - 1));
+    assert_eq!(claim(store, until, 10).run.len(), 3);
+}
+
+/// An open breaker paused sends no probe; an answer from a delivery already
+/// running closes the breaker but releases nothing while paused; the resume
+/// releases everything.
+fn an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    store.emit(&(0..10).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let mut r = claim(store, T0, 6);
+    assert_eq!(r.run.len(), 6);
+    let still_running = ClaimReport { run: r.run.split_off(5), ..ClaimReport::default() };
+    record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
+    assert_eq!(store.breakers().expect("breakers")[0].row.state, BreakerState::Open);
+    store.pause_connection("c", &by_ops(T0 + 2, None)).expect("pause");
+    assert_eq!(claim(store, T0 + 500, 20).held.len(), 4, "the four never tried");
+    // Long past the breaker's own pause: still no probe.
+    let later = T0 + HOUR;
+    let sweep = store.sweep_breakers(later, &lease(later)).expect("sweep");
+    assert_eq!((sweep.woken.len(), sweep.released), (0, 0));
+    // The delivery running all along answers: the breaker closes, nothing is let go.
+    record_all(store, &still_running, &Outcome::ok(), later);
+    let row = &store.breakers().expect("breakers")[0].row;
+    assert_eq!((row.state, row.pause.is_some()), (BreakerState::Closed, true));
+    assert_eq!(store.sweep_breakers(later, &lease(later)).expect("sweep").released, 0);
+    let r = claim(store, later + 1, 20);
+    assert_eq!((r.run.len(), r.held.len()), (0, 5), "the five retrying are held too");
+    let report = store.resume_connection("c", "ops", None, later + 2).expect("resume");
+    assert_eq!(report.released, 9);
+    assert_eq!(claim(store, later + 2, 20).run.len(), 9);
+}
+
+/// A connection no delivery names can be paused (its row is made), and a
+/// resume of one with no row says so.
+fn a_connection_never_used_can_be_paused(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    assert!(!store.knows_connection("c").expect("knows"));
+    assert_eq!(store.resume_connection("c", "ops", None, T0).expect("resume").was, None);
+    store.pause_connection("c", &by_ops(T0, None)).expect("pause");
+    assert!(store.knows_connection("c").expect("knows"));
+    store.emit(&[event(1)], T0 + 1).expect("emit");
+    assert_eq!(claim(store, T0 + 1, 10).held.len(), 1);
+}
+
+/// A probe decided from a row read before a pause loses: its guarded statement
+/// sees the pause, and the delivery is held instead. (On SQLite the claim's
+/// transaction keeps the pause waiting, so the two cannot interleave.)
+fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    store.emit(&(0..6).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    let r = claim(store, T0, 5);
+    record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
+    let after_pause = T0 + 2 * 60_000;
+    let pauser = f.open();
+    let report = store
+        .claim(after_pause, 10, &mut |c| {
+            // The pause lands between this claim's read and its write.
+            if c.id == 6 {
+                pauser.pause_connection("c", &by_ops(after_pause, None)).expect("pause");
+            }
+            let d = rules::decide_at_claim(&c.record, &Budget::default(), after_pause, c.handled, TIMEOUT_MS);
+            rules::breaker::decide_at_claim(d, &c.breaker, c.id, after_pause)
+        });
+    let report = report.expect("claim");
+    assert_eq!(report.run.len(), 0, "no probe once paused: {report:?}");
+    assert!(!report.held.is_empty(), "{report:?}");
+    assert!(store.breakers().expect("breakers")[0].row.pause.is_some());
+}
+
+macro_rules! pause_suite {
+    ($fixture:path) => {
+        pause_suite!(@tests $fixture;
+            a_paused_connection_holds_everything_until_resumed,
+            a_pause_for_a_while_ends_by_itself,
+            an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing,
+            a_connection_never_used_can_be_paused,
+        );
+    };
+    (@tests $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if let Some(f) = $fixture() {
+                    super::$name(&*f);
+                }
+            }
+        )*
+    };
+}
+
+mod sqlite {
+    pause_suite!(super::fixture::sqlite);
+}
+
+mod postgres {
+    pause_suite!(super::fixture::postgres);
+
+    /// Only PostgreSQL lets the pause land between a claim's read and its write.
+    #[test]
+    fn a_probe_decided_before_a_pause_is_held() {
+        if let Some(f) = super::fixture::postgres() {
+            super::a_probe_decided_before_a_pause_is_held(&*f);
+        }
+    }
+}
