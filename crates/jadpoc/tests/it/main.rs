@@ -9,6 +9,7 @@ mod fmt_cli;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
+mod operator_cli;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;

@@ -14,24 +14,25 @@ use postgres::{Client, Transaction};
 /// keep changing before it gives up.
 const TRIES: usize = 16;
 
-/// Keep an operator's action on a connection.
-fn record_action(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    connection: &str,
+/// An operator's action on a connection, as kept.
+struct Action<'a> {
+    connection: &'a str,
     action: PauseAction,
-    by: &str,
-    reason: Option<&str>,
+    by: &'a str,
+    reason: Option<&'a str>,
     until_ms: Option<i64>,
-    now_ms: i64,
-) -> Result<(), StoreError> {
+    at_ms: i64,
+}
+
+/// Keep an operator's action on a connection.
+fn record_action(tx: &mut Transaction<'_>, s: &str, a: &Action<'_>) -> Result<(), StoreError> {
     tx.execute(
         &q(
             "INSERT INTO {s}.breaker_actions (connection, action, at, by, reason, until) \
              VALUES ($1, $2, $3, $4, $5, $6)",
             s,
         ),
-        &[&connection, &action.as_str(), &now_ms, &by, &reason, &until_ms],
+        &[&a.connection, &a.action.as_str(), &a.at_ms, &a.by, &a.reason, &a.until_ms],
     )
     .map_err(pg_error)?;
     Ok(())
@@ -47,8 +48,15 @@ pub(super) fn pause(client: &mut Client, s: &str, connection: &str, pause: &Paus
         let current = read_breaker(&mut tx, s, connection)?;
         let next = breaker::pause(&current.clone().unwrap_or_default(), pause.clone());
         if write_breaker(&mut tx, s, connection, current.as_ref(), &next, pause.at_ms)? {
-            let (by, reason) = (pause.by.as_str(), pause.reason.as_deref());
-            record_action(&mut tx, s, connection, PauseAction::Pause, by, reason, pause.until_ms, pause.at_ms)?;
+            let action = Action {
+                connection,
+                action: PauseAction::Pause,
+                by: &pause.by,
+                reason: pause.reason.as_deref(),
+                until_ms: pause.until_ms,
+                at_ms: pause.at_ms,
+            };
+            record_action(&mut tx, s, &action)?;
             tx.commit().map_err(pg_error)?;
             return Ok(next);
         }
@@ -72,7 +80,8 @@ pub(super) fn resume(
         let next = breaker::resume(&current);
         if write_breaker(&mut tx, s, connection, Some(&current), &next, now_ms)? {
             let released = release_held(&mut tx, s, connection, None, now_ms)?;
-            record_action(&mut tx, s, connection, PauseAction::Resume, by, reason, None, now_ms)?;
+            let action = Action { connection, action: PauseAction::Resume, by, reason, until_ms: None, at_ms: now_ms };
+            record_action(&mut tx, s, &action)?;
             tx.commit().map_err(pg_error)?;
             return Ok(ResumeReport { was: Some(current), released });
         }
@@ -103,7 +112,15 @@ pub(super) fn end_pauses(tx: &mut Transaction<'_>, s: &str, now_ms: i64) -> Resu
             && write_breaker(tx, s, &view.connection, Some(&view.row), &next, now_ms)?
         {
             let by = view.row.pause.as_ref().map_or("", |p| p.by.as_str());
-            record_action(tx, s, &view.connection, PauseAction::Ended, by, None, None, now_ms)?;
+            let action = Action {
+                connection: &view.connection,
+                action: PauseAction::Ended,
+                by,
+                reason: None,
+                until_ms: None,
+                at_ms: now_ms,
+            };
+            record_action(tx, s, &action)?;
         }
     }
     Ok(())

@@ -75,7 +75,22 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
 
 /// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
 pub(super) fn read_breakers(conn: &Connection, filter: &str) -> Result<Vec<BreakerView>, StoreError> {
-    let mut stmt = conn.prepare_cached(&format!("{BREAKERS_WITH_HELD} {filter} ORDER BY connection"))?;
+    read_breakers_of(conn, filter, true)
+}
+
+/// [`read_breakers`] on a store that may be older than pauses (`pauses` false:
+/// a read-only handle on a store not migrated yet reads every one as unpaused).
+pub(super) fn read_breakers_of(conn: &Connection, filter: &str, pauses: bool) -> Result<Vec<BreakerView>, StoreError> {
+    let sql = if pauses {
+        format!("{BREAKERS_WITH_HELD} {filter} ORDER BY connection")
+    } else {
+        BREAKERS_WITH_HELD.replacen(
+            "paused_at, paused_until, paused_by, pause_reason",
+            "NULL AS paused_at, NULL AS paused_until, NULL AS paused_by, NULL AS pause_reason",
+            1,
+        ) + &format!(" {filter} ORDER BY connection")
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {

@@ -178,6 +178,12 @@ impl SqliteStore {
     fn has_reasons(&self) -> bool {
         self.version >= schema::VERSION_WITH_REASONS
     }
+
+    /// Whether the file has the pauses' columns (a read-only handle on an older
+    /// store reads every connection as unpaused).
+    fn has_pauses(&self) -> bool {
+        self.version >= schema::VERSION_WITH_PAUSES
+    }
 }
 
 /// Whether the store's file or folder cannot be written to (opening a file for
@@ -249,7 +255,8 @@ impl Store for SqliteStore {
     }
 
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.with_retry(|conn| reads::status(conn, now_ms))
+        let pauses = self.has_pauses();
+        self.with_retry(|conn| reads::status(conn, now_ms, pauses))
     }
 
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
@@ -275,7 +282,8 @@ impl Store for SqliteStore {
     }
 
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.with_retry(reads::breakers)
+        let pauses = self.has_pauses();
+        self.with_retry(|conn| reads::breakers(conn, pauses))
     }
 
     fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {

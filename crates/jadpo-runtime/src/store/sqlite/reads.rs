@@ -126,7 +126,7 @@ pub(super) fn delivery(
     Ok(Some((view, history)))
 }
 
-pub(super) fn status(conn: &mut Connection, now_ms: i64) -> Result<StatusView, StoreError> {
+pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result<StatusView, StoreError> {
     let tx = conn.transaction()?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
     {
@@ -151,18 +151,20 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64) -> Result<StatusView, S
     let open: i64 =
         tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| r.get(0))?;
     view.breakers_open = u64::try_from(open).unwrap_or(0);
-    view.breakers_paused = read_breakers(&tx, super::breakers::PAUSED)?
-        .iter()
-        .filter(|b| breaker::paused(&b.row, now_ms))
-        .count() as u64;
+    if pauses {
+        view.breakers_paused = read_breakers(&tx, super::breakers::PAUSED)?
+            .iter()
+            .filter(|b| breaker::paused(&b.row, now_ms))
+            .count() as u64;
+    }
     let oldest: Option<i64> =
         tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
     view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
     Ok(view)
 }
 
-pub(super) fn breakers(conn: &mut Connection) -> Result<Vec<BreakerView>, StoreError> {
-    read_breakers(conn, "")
+pub(super) fn breakers(conn: &mut Connection, pauses: bool) -> Result<Vec<BreakerView>, StoreError> {
+    super::breakers::read_breakers_of(conn, "", pauses)
 }
 
 pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option<i64>, StoreError> {
