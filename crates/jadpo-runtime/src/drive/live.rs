@@ -51,7 +51,8 @@ impl Runtime {
             )));
         }
         let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
-        let retain = self.config.retain_ms.map(|older_than| tokio::spawn(retain_loop(self.clone(), older_than, stop.clone())));
+        let retain =
+            self.config.retain_ms.map(|older_than| tokio::spawn(retain_loop(self.clone(), older_than, stop.clone())));
 
         while !*stop.borrow() {
             if stop.changed().await.is_err() {

@@ -169,15 +169,14 @@ fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
     record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
     let after_pause = T0 + 2 * 60_000;
     let pauser = f.open();
-    let report = store
-        .claim(after_pause, 10, &mut |c| {
-            // The pause lands between this claim's read and its write.
-            if c.id == 6 {
-                pauser.pause_connection("c", &by_ops(after_pause, None)).expect("pause");
-            }
-            let d = rules::decide_at_claim(&c.record, &Budget::default(), after_pause, c.handled, TIMEOUT_MS);
-            rules::breaker::decide_at_claim(d, &c.breaker, c.id, after_pause)
-        });
+    let report = store.claim(after_pause, 10, &mut |c| {
+        // The pause lands between this claim's read and its write.
+        if c.id == 6 {
+            pauser.pause_connection("c", &by_ops(after_pause, None)).expect("pause");
+        }
+        let d = rules::decide_at_claim(&c.record, &Budget::default(), after_pause, c.handled, TIMEOUT_MS);
+        rules::breaker::decide_at_claim(d, &c.breaker, c.id, after_pause)
+    });
     let report = report.expect("claim");
     assert_eq!(report.run.len(), 0, "no probe once paused: {report:?}");
     assert!(!report.held.is_empty(), "{report:?}");

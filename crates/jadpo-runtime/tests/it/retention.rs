@@ -69,7 +69,12 @@ fn a_store_with_every_state(f: &dyn Fixture) -> Box<dyn Store> {
                 Decision::Failed { failure: failed.failure().expect("f"), because: FailedBecause::NotRetryable },
                 now,
             )),
-            6 => recs.push(recorded(c, unknown.clone(), Decision::Parked { failure: unknown.failure().expect("f") }, now)),
+            6 => recs.push(recorded(
+                c,
+                unknown.clone(),
+                Decision::Parked { failure: unknown.failure().expect("f") },
+                now,
+            )),
             7 => {}
             _ => recs.push(recorded(
                 c,

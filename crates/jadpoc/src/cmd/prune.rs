@@ -39,8 +39,7 @@ pub fn run(args: PruneArgs) -> ExitCode {
         Err(code) => return code,
     };
     let plan = retention::plan(SystemClock.now_ms(), args.older_than, args.include_failed);
-    let counts =
-        if args.dry_run { store.prune_preview(&plan) } else { retention::prune(store.as_ref(), &plan) };
+    let counts = if args.dry_run { store.prune_preview(&plan) } else { retention::prune(store.as_ref(), &plan) };
     match counts {
         Ok(counts) => {
             match args.format.format {

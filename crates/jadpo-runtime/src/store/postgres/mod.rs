@@ -32,8 +32,8 @@ use super::{
     DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
     ScheduleSpec, StatusView, Store, StoreError,
 };
-use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::Failure;
+use crate::rules::breaker::{BreakerRow, Pause};
 use connect::PgLocation;
 use postgres::Client;
 use std::sync::Mutex;

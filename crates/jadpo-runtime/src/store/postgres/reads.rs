@@ -146,10 +146,9 @@ pub(super) fn status(c: &mut Client, s: &str, now_ms: i64) -> Result<StatusView,
         )
         .map_err(pg_error)?;
     view.breakers_open = u64::try_from(col::<i64>(&row, "open")?).unwrap_or(0);
-    view.breakers_paused = read_breakers(&mut tx, s, super::breakers::PAUSED)?
-        .iter()
-        .filter(|b| breaker::paused(&b.row, now_ms))
-        .count() as u64;
+    view.breakers_paused =
+        read_breakers(&mut tx, s, super::breakers::PAUSED)?.iter().filter(|b| breaker::paused(&b.row, now_ms)).count()
+            as u64;
     view.oldest_pending_s = col::<Option<i64>>(&row, "oldest")?.map(|t| ((now_ms - t) / 1000).max(0));
     tx.commit().map_err(pg_error)?;
     Ok(view)

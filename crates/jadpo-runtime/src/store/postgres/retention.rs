@@ -80,5 +80,10 @@ pub(super) fn prune_preview(client: &mut Client, s: &str, plan: &PrunePlan) -> R
     );
     let row = client.query_one(&sql, &[&plan.cut_ms]).map_err(pg_error)?;
     let n = |name: &str| col::<i64>(&row, name).map(|v| u64::try_from(v).unwrap_or(0));
-    Ok(PruneCounts { deliveries: n("deliveries")?, attempts: n("attempts")?, handled: n("handled")?, events: n("events")? })
+    Ok(PruneCounts {
+        deliveries: n("deliveries")?,
+        attempts: n("attempts")?,
+        handled: n("handled")?,
+        events: n("events")?,
+    })
 }

@@ -29,8 +29,8 @@ use super::{
     DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
     ScheduleSpec, StatusView, Store, StoreError,
 };
-use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::Failure;
+use crate::rules::breaker::{BreakerRow, Pause};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};

@@ -71,11 +71,12 @@ pub(super) fn resume(
 }
 
 pub(super) fn knows_connection(conn: &mut Connection, connection: &str) -> Result<bool, StoreError> {
-    Ok(conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM jadpo_circuit_breakers WHERE connection = ?1) \
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM jadpo_circuit_breakers WHERE connection = ?1) \
          OR EXISTS (SELECT 1 FROM jadpo_deliveries WHERE connection = ?1)",
-    )?
-    .query_row([connection], |r| r.get(0))?)
+        )?
+        .query_row([connection], |r| r.get(0))?)
 }
 
 /// End every pause whose time has come at `now_ms`, each by one conditional

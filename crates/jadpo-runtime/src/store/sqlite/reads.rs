@@ -152,10 +152,9 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result
         tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| r.get(0))?;
     view.breakers_open = u64::try_from(open).unwrap_or(0);
     if pauses {
-        view.breakers_paused = read_breakers(&tx, super::breakers::PAUSED)?
-            .iter()
-            .filter(|b| breaker::paused(&b.row, now_ms))
-            .count() as u64;
+        view.breakers_paused =
+            read_breakers(&tx, super::breakers::PAUSED)?.iter().filter(|b| breaker::paused(&b.row, now_ms)).count()
+                as u64;
     }
     let oldest: Option<i64> =
         tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
