@@ -23,7 +23,7 @@ pub fn prune(store: &dyn Store, plan: &PrunePlan) -> Result<PruneCounts, StoreEr
     let mut total = PruneCounts::default();
     loop {
         let batch = store.prune_batch(plan)?;
-        total = total.add(batch);
+        total = total.plus(batch);
         if batch.deliveries == 0 {
             return Ok(total);
         }

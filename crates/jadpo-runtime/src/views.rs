@@ -243,10 +243,11 @@ pub fn prune_json(counts: &PruneCounts, cut_ms: i64, dry_run: bool) -> Value {
 
 /// `jadpoc prune`'s counts for people.
 pub fn prune_text(counts: &PruneCounts, cut_ms: i64, dry_run: bool) -> String {
+    let deliveries = if counts.deliveries == 1 { "delivery" } else { "deliveries" };
     format!(
-        "{} {}, {}, {}, {} (last active before {})\n",
+        "{} {} {deliveries}, {}, {}, {} (last active before {})\n",
         if dry_run { "would prune" } else { "pruned" },
-        format!("{} {}", counts.deliveries, if counts.deliveries == 1 { "delivery" } else { "deliveries" }),
+        counts.deliveries,
         jadpo_check::plural(counts.attempts, "attempt"),
         jadpo_check::plural(counts.handled, "handled record"),
         jadpo_check::plural(counts.events, "event"),

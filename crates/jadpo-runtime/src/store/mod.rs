@@ -584,7 +584,7 @@ pub struct PruneCounts {
 
 impl PruneCounts {
     /// These counts and `other`'s.
-    pub fn add(self, other: PruneCounts) -> PruneCounts {
+    pub fn plus(self, other: PruneCounts) -> PruneCounts {
         PruneCounts {
             deliveries: self.deliveries + other.deliveries,
             attempts: self.attempts + other.attempts,
