@@ -253,3 +253,46 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
         assert_eq!(history.iter().map(|a| a.kind.as_deref()).collect::<Vec<_>>(), [Some("lease_expired")]);
     }
 }
+
+/// `run --retain`: the run prunes final deliveries older than the cut in the
+/// background, at its start and then every few minutes; a delivery still running
+/// is kept.
+#[test]
+fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: HANGING.into() }], Lower::Yes);
+    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let event = |i: usize| NewEvent {
+        name: "Paid".into(),
+        payload: format!(r#"{{"id":"p{i}"}}"#),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+    };
+    let clock = Arc::new(SystemClock);
+    let hang = parse_answers("hang").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
+    let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, retain_ms: Some(0), ..RuntimeConfig::default() };
+    let rt = Arc::new(Runtime::new(program, store.clone(), clock.clone(), drivers, RandomSource::from_seed(1), config));
+    // Two deliveries succeeded a second ago; a third is still to run.
+    let before = clock.now_ms() - 1_000;
+    store.emit(&[event(0), event(1)], before).expect("emit");
+    let claimed = rt.claim_due(before, 10).expect("claim").report.run;
+    let done: Vec<_> = claimed.iter().map(|c| rt.conclude(c, Outcome::ok(), before)).collect();
+    assert_eq!(rt.record_outcomes(&done).expect("record"), 2);
+    store.emit(&[event(2)], before).expect("emit");
+
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let all = || store.deliveries(&DeliveryFilter::default()).expect("read");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while all().len() > 1 {
+        assert!(Instant::now() < deadline, "never pruned: {:?}", all());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    tokio.block_on(run).expect("the run's task").expect("the run");
+    let left = all();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].event_id, 3, "the delivery not final is kept");
+    assert!(matches!(left[0].state, DeliveryState::Pending | DeliveryState::Running), "{left:?}");
+}
