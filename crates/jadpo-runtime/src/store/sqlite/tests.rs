@@ -145,11 +145,13 @@ fn a_breaker_row_changed_since_it_was_read_is_not_overwritten() {
         "UPDATE jadpo_circuit_breakers SET opened_at = 1",
         "UPDATE jadpo_circuit_breakers SET probe_delivery = 9",
         "UPDATE jadpo_circuit_breakers SET alerts = 1",
+        // An operator's pause: a probe decided before it must not go.
+        "UPDATE jadpo_circuit_breakers SET paused_at = 1",
     ] {
         meddle(
             &s,
             "UPDATE jadpo_circuit_breakers SET state = 'closed', failures_in_a_row = 1, opened_at = NULL, \
-                    probe_delivery = NULL, alerts = 0",
+                    probe_delivery = NULL, alerts = 0, paused_at = NULL",
         );
         meddle(&s, meddling);
         assert!(
@@ -160,7 +162,7 @@ fn a_breaker_row_changed_since_it_was_read_is_not_overwritten() {
     meddle(
         &s,
         "UPDATE jadpo_circuit_breakers SET state = 'closed', failures_in_a_row = 1, opened_at = NULL, \
-                probe_delivery = NULL, alerts = 0",
+                probe_delivery = NULL, alerts = 0, paused_at = NULL",
     );
     assert!(write(&s, |tx| breakers::write_breaker(tx, "c", Some(&failing), &two, T0)).expect("update"));
     let state: String =
