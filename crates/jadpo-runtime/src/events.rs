@@ -27,6 +27,8 @@ pub const ENDED_AT_CLAIM: &str = "delivery.ended_at_claim";
 pub const SCHEDULE_RUN: &str = "schedule.run";
 /// The name of an outage's alert.
 pub const ALERT: &str = "delivery.alert";
+/// The name of the event of an event written in SQL found invalid.
+pub const EVENT_INVALID: &str = "event.invalid";
 /// The name of a store error's event.
 pub const ERROR: &str = "runtime.error";
 /// The name of the span around one delivery attempt's call.
@@ -119,6 +121,20 @@ pub fn alert(alert: &BreakerAlert) {
         connection = alert.connection.as_str(),
         since = rfc3339(alert.since_ms).as_str(),
         held = alert.held,
+    );
+}
+
+/// An event written in SQL whose payload does not match the program: kept,
+/// invalid, delivered to no one.
+pub fn event_invalid(at_ms: i64, event_id: i64, name: &str, code: &str, reason: &str) {
+    tracing::warn!(
+        name: EVENT_INVALID,
+        target: TARGET,
+        at = rfc3339(at_ms).as_str(),
+        event_id,
+        event_name = name,
+        code,
+        reason,
     );
 }
 

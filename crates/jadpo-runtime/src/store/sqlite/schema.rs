@@ -90,6 +90,20 @@ ALTER TABLE jadpo_deliveries ADD COLUMN end_reason TEXT;
 ALTER TABLE jadpo_deliveries ADD COLUMN last_reason TEXT;
 ALTER TABLE jadpo_attempts ADD COLUMN reason TEXT;
 "#,
+    // Events written by SQL wait to be expanded by a running process (every event
+    // stored before, and every one `emit` stores, is expanded at once: the
+    // default); one whose payload does not match the program is kept, invalid;
+    // a replay is an event of its own naming the event it replays.
+    r#"
+ALTER TABLE jadpo_events ADD COLUMN expanded INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jadpo_events ADD COLUMN invalid_code TEXT;
+ALTER TABLE jadpo_events ADD COLUMN invalid_reason TEXT;
+ALTER TABLE jadpo_events ADD COLUMN replay_of INTEGER;
+CREATE INDEX jadpo_events_unexpanded ON jadpo_events (id) WHERE expanded = 0;
+CREATE INDEX jadpo_events_invalid ON jadpo_events (id) WHERE invalid_code IS NOT NULL;
+CREATE INDEX jadpo_events_name ON jadpo_events (name, id);
+CREATE INDEX jadpo_deliveries_event ON jadpo_deliveries (event_id);
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -98,6 +112,11 @@ pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
 /// The first version with `end_reason` and the failures' reasons; a read-only
 /// handle on an older store reads them as missing.
 pub(super) const VERSION_WITH_REASONS: i64 = 2;
+
+/// The first version whose events know whether they are expanded, invalid or a
+/// replay; a read-only handle on an older store reads every event as expanded
+/// and valid.
+pub(super) const VERSION_WITH_EVENT_STATES: i64 = 3;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

@@ -11,6 +11,10 @@ pub trait Fixture: Send + Sync {
     /// Close a connection's breaker behind the store's back, as another process
     /// whose release ran before this one's holds were written.
     fn close_breaker_behind(&self, connection: &str);
+    /// Store an event as an application writing SQL does, with no deliveries and
+    /// not yet expanded (`emit` of the schema on PostgreSQL; a plain row on
+    /// SQLite), each in a transaction of its own. Returns their ids.
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64>;
 }
 
 /// A SQLite store in a file of its own.
@@ -47,6 +51,21 @@ impl Fixture for SqliteFile {
         )
         .expect("close");
     }
+
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64> {
+        let raw = rusqlite::Connection::open(&self.path).expect("open raw");
+        raw.busy_timeout(std::time::Duration::from_secs(60)).expect("busy timeout");
+        let mut ids = Vec::new();
+        for (name, payload) in events {
+            raw.execute(
+                "INSERT INTO jadpo_events (name, payload, emitted_at, expanded) VALUES (?1, ?2, 0, 0)",
+                [name, payload],
+            )
+            .expect("insert");
+            ids.push(raw.last_insert_rowid());
+        }
+        ids
+    }
 }
 
 /// The SQLite fixture (always available).
@@ -80,6 +99,16 @@ impl Fixture for PgDatabase {
             &[&connection],
         )
         .expect("close");
+    }
+
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64> {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        events
+            .iter()
+            .map(|(name, payload)| {
+                c.query_one("SELECT jadpo.emit($1, $2::text::jsonb)", &[name, payload]).expect("emit").get(0)
+            })
+            .collect()
     }
 }
 
