@@ -536,7 +536,7 @@ pub struct UnexpandedEvent {
 }
 
 /// What the expansion step decided for one event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Expansion {
     /// Its deliveries, one per subscriber of the event (none when no subscriber
     /// listens to it).

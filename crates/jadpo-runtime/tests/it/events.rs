@@ -62,6 +62,7 @@ fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
 fn two_handles_never_expand_one_event_twice(f: &dyn Fixture) {
     let payloads: Vec<String> = (0..400).map(|n| format!(r#"{{"id": "p{n}"}}"#)).collect();
     let events: Vec<(&str, &str)> = payloads.iter().map(|p| ("Paid", p.as_str())).collect();
+    let store = f.open();
     let ids = f.emit_in_sql(&events);
     let expanded = Mutex::new(Vec::<i64>::new());
     let barrier = Barrier::new(2);
@@ -84,7 +85,6 @@ fn two_handles_never_expand_one_event_twice(f: &dyn Fixture) {
     let unique: HashSet<_> = expanded.iter().copied().collect();
     assert_eq!(expanded.len(), ids.len(), "every event expanded once");
     assert_eq!(unique, ids.iter().copied().collect::<HashSet<_>>());
-    let store = f.open();
     let all = store.deliveries(&DeliveryFilter::default()).unwrap();
     assert_eq!(all.len(), ids.len(), "one delivery per event");
     assert_eq!(all.iter().map(|d| d.event_id).collect::<HashSet<_>>().len(), ids.len());
