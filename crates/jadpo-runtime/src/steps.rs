@@ -336,12 +336,15 @@ impl Runtime {
     }
 
     /// What an event written in SQL becomes under this program: its deliveries,
-    /// or invalid with the code and message `jadpoc emit` refuses its payload
-    /// with (the one validation of [`crate::payload`]).
+    /// or invalid with the code (as `jadpoc explain` knows it) and message
+    /// `jadpoc emit` refuses its payload with (the one validation of
+    /// [`crate::payload`]).
     pub fn expansion(&self, e: &UnexpandedEvent) -> Expansion {
         match new_event(&self.program, &e.name, &e.payload) {
             Ok(new) => Expansion::Deliveries(new.deliveries),
-            Err(refused) => Expansion::Invalid { code: refused.code().to_string(), reason: refused.to_string() },
+            Err(refused) => {
+                Expansion::Invalid { code: refused.registered().as_str().to_string(), reason: refused.to_string() }
+            }
         }
     }
 
