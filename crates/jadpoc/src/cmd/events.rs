@@ -173,9 +173,11 @@ struct Planned {
 /// (replays themselves left out, oldest first).
 fn chosen(store: &dyn Store, args: &ReplayArgs, now_ms: i64) -> Result<Vec<Result<EventView, i64>>, ExitCode> {
     let by_time = args.select.since.is_some() || args.select.until.is_some() || args.select.name.is_some();
-    if args.ids.is_empty() == !by_time {
-        return Err(usage("name the events to replay: `jadpoc events replay ID...`, or `--since TIME` (with \
-                          `--name EVENT`, `--until TIME`)"));
+    if args.ids.is_empty() != by_time {
+        return Err(usage(
+            "name the events to replay: `jadpoc events replay ID...`, or `--since TIME` (with \
+                          `--name EVENT`, `--until TIME`)",
+        ));
     }
     if args.ids.is_empty() {
         if args.select.since.is_none() {

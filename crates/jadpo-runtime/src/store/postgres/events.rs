@@ -31,10 +31,7 @@ fn event_of(r: &Row) -> Result<EventView, StoreError> {
 fn delivery_counts(tx: &mut impl GenericClient, s: &str, event: &mut EventView) -> Result<(), StoreError> {
     let rows = tx
         .query(
-            &q(
-                "SELECT state, count(*) AS n FROM {s}.deliveries WHERE event_id = $1 GROUP BY state ORDER BY state",
-                s,
-            ),
+            &q("SELECT state, count(*) AS n FROM {s}.deliveries WHERE event_id = $1 GROUP BY state ORDER BY state", s),
             &[&event.id],
         )
         .map_err(pg_error)?;

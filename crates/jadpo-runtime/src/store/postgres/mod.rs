@@ -278,6 +278,6 @@ impl Store for PgStore {
     }
 
     fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        self.with_client(|c, s| events::counts(c, s))
+        self.with_client(events::counts)
     }
 }

@@ -8,7 +8,8 @@ use postgres::Client;
 
 /// The migrations, in order; `{s}` stands for the quoted schema. Times are
 /// milliseconds since the Unix epoch, as the runtime's rules count them.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE {s}.events (
     id bigserial PRIMARY KEY,
     name text NOT NULL,

@@ -202,8 +202,5 @@ pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts,
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    Ok(EventCounts {
-        invalid: u64::try_from(invalid).unwrap_or(0),
-        unexpanded: u64::try_from(unexpanded).unwrap_or(0),
-    })
+    Ok(EventCounts { invalid: u64::try_from(invalid).unwrap_or(0), unexpanded: u64::try_from(unexpanded).unwrap_or(0) })
 }
