@@ -66,6 +66,19 @@ fn insert_deliveries(
     Ok(())
 }
 
+/// Mark an event expanded (invalid with `code` and `reason` when given), only
+/// while it is not yet: returns whether it was, and so whether its deliveries
+/// are this caller's to write.
+fn mark_expanded(tx: &Transaction<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, StoreError> {
+    let marked = tx
+        .prepare_cached(
+            "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3 \
+             WHERE id = ?1 AND expanded = 0",
+        )?
+        .execute(params![id, code, reason])?;
+    Ok(marked == 1)
+}
+
 pub(super) fn expand(
     conn: &mut Connection,
     now_ms: i64,
@@ -96,13 +109,7 @@ pub(super) fn expand(
             Expansion::Deliveries(_) => (None, None),
             Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
         };
-        let marked = tx
-            .prepare_cached(
-                "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3 \
-                 WHERE id = ?1 AND expanded = 0",
-            )?
-            .execute(params![e.id, code, reason])?;
-        if marked == 0 {
+        if !mark_expanded(&tx, e.id, code, reason)? {
             continue;
         }
         match decided {
@@ -203,4 +210,29 @@ pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts,
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     Ok(EventCounts { invalid: u64::try_from(invalid).unwrap_or(0), unexpanded: u64::try_from(unexpanded).unwrap_or(0) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SqliteStore;
+    use super::mark_expanded;
+    use rusqlite::TransactionBehavior;
+
+    /// An event another process expanded after this one read it is not marked
+    /// again (its deliveries are not written twice).
+    #[test]
+    fn an_event_expanded_since_it_was_read_is_not_expanded_again() {
+        let store = SqliteStore::open_in_memory().expect("open");
+        let mut conn = store.lock();
+        conn.execute_batch(
+            "INSERT INTO jadpo_events (id, name, payload, emitted_at, expanded) VALUES (1, 'Paid', '{}', 0, 0)",
+        )
+        .expect("an event written in SQL");
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+        assert!(mark_expanded(&tx, 1, None, None).expect("mark"), "the first mark matches");
+        assert!(!mark_expanded(&tx, 1, Some("ingest.unknown_event"), Some("stale")).expect("mark"));
+        let code: Option<String> =
+            tx.query_row("SELECT invalid_code FROM jadpo_events WHERE id = 1", [], |r| r.get(0)).expect("read");
+        assert_eq!(code, None, "the stale mark changed nothing");
+    }
 }
