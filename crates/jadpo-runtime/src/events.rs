@@ -29,6 +29,8 @@ pub const SCHEDULE_RUN: &str = "schedule.run";
 pub const ALERT: &str = "delivery.alert";
 /// The name of the event of a background prune that deleted something.
 pub const PRUNED: &str = "retention.pruned";
+/// The name of the event of an event written in SQL found invalid.
+pub const EVENT_INVALID: &str = "event.invalid";
 /// The name of a store error's event.
 pub const ERROR: &str = "runtime.error";
 /// The name of the span around one delivery attempt's call.
@@ -134,6 +136,20 @@ pub fn pruned(at_ms: i64, counts: &crate::store::PruneCounts) {
         attempts = counts.attempts,
         handled = counts.handled,
         events = counts.events,
+    );
+}
+
+/// An event written in SQL whose payload does not match the program: kept,
+/// invalid, delivered to no one.
+pub fn event_invalid(at_ms: i64, event_id: i64, name: &str, code: &str, reason: &str) {
+    tracing::warn!(
+        name: EVENT_INVALID,
+        target: TARGET,
+        at = rfc3339(at_ms).as_str(),
+        event_id,
+        event_name = name,
+        code,
+        reason,
     );
 }
 

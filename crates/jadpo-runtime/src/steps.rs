@@ -13,11 +13,14 @@ use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
-use crate::payload::call_args;
+use crate::payload::{call_args, new_event};
 use crate::rng::RandomSource;
 use crate::rules::breaker;
 use crate::rules::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim};
-use crate::store::{ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, Recorded, ScheduleSpec, Store, StoreError};
+use crate::store::{
+    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, ExpandReport, Expansion, Recorded, ScheduleSpec, Store,
+    StoreError, UnexpandedEvent,
+};
 use jadpo_check::program::{FailureKind, Program};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -330,5 +333,32 @@ impl Runtime {
         let result = self.store.record_schedule(name, run, now_ms, failure.as_ref()).map(|_| ());
         events::schedule_run(now_ms, name, run, outcome);
         result
+    }
+
+    /// What an event written in SQL becomes under this program: its deliveries,
+    /// or invalid with the code (as `jadpoc explain` knows it) and message
+    /// `jadpoc emit` refuses its payload with (the one validation of
+    /// [`crate::payload`]).
+    pub fn expansion(&self, e: &UnexpandedEvent) -> Expansion {
+        match new_event(&self.program, &e.name, &e.payload) {
+            Ok(new) => Expansion::Deliveries(new.deliveries),
+            Err(refused) => {
+                Expansion::Invalid { code: refused.registered().as_str().to_string(), reason: refused.to_string() }
+            }
+        }
+    }
+
+    /// Expand up to `limit` events written in SQL at `now_ms`: each gets its
+    /// deliveries, due at once, or is kept invalid with the reason (logged);
+    /// claim loops are woken for the new deliveries.
+    pub fn expand_events(&self, now_ms: i64, limit: usize) -> Result<ExpandReport, StoreError> {
+        let report = self.store.expand_events(now_ms, limit, &mut |e| self.expansion(e))?;
+        for (id, name, code, reason) in &report.invalid {
+            events::event_invalid(now_ms, *id, name, code, reason);
+        }
+        if report.expanded.iter().any(|(_, n)| *n > 0) {
+            self.wake.notify_waiters();
+        }
+        Ok(report)
     }
 }

@@ -1,9 +1,9 @@
-//! The JSON and text shapes of `jadpoc deliveries` and `jadpoc status`
-//! (runtime.md's interface; more keys are welcome, these are kept).
+//! The JSON and text shapes of `jadpoc deliveries`, `jadpoc events` and `jadpoc
+//! status` (runtime.md's interface; more keys are welcome, these are kept).
 
 use crate::clock::rfc3339;
 use crate::rules::breaker::Pause;
-use crate::store::{AttemptView, BreakerView, DeliveryView, PruneCounts, StatusView};
+use crate::store::{AttemptView, BreakerView, DeliveryView, EventView, PruneCounts, StatusView};
 use serde_json::{Map, Value, json};
 
 /// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
@@ -52,7 +52,7 @@ pub fn delivery_with_history_json(d: &DeliveryView, history: &[AttemptView]) -> 
 }
 
 /// `{"states": {...}, "subscribers": {NAME: {STATE: N}}, "breakers_open": N,
-/// "breakers_paused": N, "oldest_pending_s": S}`.
+/// "breakers_paused": N, "oldest_pending_s": S, "invalid_events": N, "unexpanded_events": N}`.
 pub fn status_json(s: &StatusView) -> Value {
     let states: Map<String, Value> = s.states.iter().map(|(st, n)| (st.as_str().to_string(), json!(n))).collect();
     let subscribers: Map<String, Value> = s
@@ -69,6 +69,8 @@ pub fn status_json(s: &StatusView) -> Value {
         "breakers_open": s.breakers_open,
         "breakers_paused": s.breakers_paused,
         "oldest_pending_s": s.oldest_pending_s,
+        "invalid_events": s.events.invalid,
+        "unexpanded_events": s.events.unexpanded,
     })
 }
 
@@ -160,6 +162,10 @@ pub fn status_text(s: &StatusView) -> String {
     match s.oldest_pending_s {
         Some(age) => out.push_str(&format!("oldest pending: {age}s\n")),
         None => out.push_str("oldest pending: none\n"),
+    }
+    out.push_str(&format!("invalid events: {}\n", s.events.invalid));
+    if s.events.unexpanded > 0 {
+        out.push_str(&format!("events to expand: {}\n", s.events.unexpanded));
     }
     out
 }
@@ -253,6 +259,79 @@ pub fn prune_text(counts: &PruneCounts, cut_ms: i64, dry_run: bool) -> String {
         jadpo_check::plural(counts.events, "event"),
         rfc3339(cut_ms)
     )
+}
+
+/// An event: `{"id", "name", "emitted_at", "expanded", "invalid", "replay_of",
+/// "delivery_states", "payload"}`; the payload as JSON (as a string if the
+/// stored text is not JSON).
+pub fn event_json(e: &EventView) -> Value {
+    let states: Map<String, Value> = e.deliveries.iter().map(|(st, n)| (st.as_str().to_string(), json!(n))).collect();
+    json!({
+        "id": e.id,
+        "name": e.name,
+        "emitted_at": rfc3339(e.emitted_at_ms),
+        "expanded": e.expanded,
+        "invalid": e.invalid.as_ref().map(|(code, reason)| json!({"code": code, "reason": reason})),
+        "replay_of": e.replay_of,
+        "delivery_states": states,
+        "payload": serde_json::from_str::<Value>(&e.payload).unwrap_or_else(|_| Value::String(e.payload.clone())),
+    })
+}
+
+/// `events show`: the event with its `"deliveries"`.
+pub fn event_with_deliveries_json(e: &EventView, deliveries: &[DeliveryView]) -> Value {
+    let mut v = event_json(e);
+    if let Value::Object(o) = &mut v {
+        o.insert("deliveries".into(), Value::Array(deliveries.iter().map(delivery_json).collect()));
+    }
+    v
+}
+
+/// What became of an event, in words: its deliveries by state, invalid with the
+/// reason, or waiting to be expanded.
+fn event_fate(e: &EventView) -> String {
+    if let Some((code, reason)) = &e.invalid {
+        return format!("invalid ({code}): {reason}");
+    }
+    if !e.expanded {
+        return "not expanded yet".to_string();
+    }
+    let total: u64 = e.deliveries.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return "no deliveries".to_string();
+    }
+    let states: Vec<String> = e.deliveries.iter().map(|(st, n)| format!("{} {n}", st.as_str())).collect();
+    format!("{total} deliver{}: {}", if total == 1 { "y" } else { "ies" }, states.join(", "))
+}
+
+/// One line per event for people.
+pub fn event_line(e: &EventView) -> String {
+    let mut line = format!("{:>8}  {}  {}  {}", e.id, rfc3339(e.emitted_at_ms), e.name, event_fate(e));
+    if let Some(of) = e.replay_of {
+        line.push_str(&format!("  (replay of #{of})"));
+    }
+    line
+}
+
+/// An event, its payload and its deliveries for people.
+pub fn event_text(e: &EventView, deliveries: &[DeliveryView]) -> String {
+    let mut out = format!("event {}\n  name        {}\n  emitted at  {}\n", e.id, e.name, rfc3339(e.emitted_at_ms));
+    if let Some(of) = e.replay_of {
+        out.push_str(&format!("  replay of   #{of}\n"));
+    }
+    if let Some((code, reason)) = &e.invalid {
+        out.push_str(&format!("  invalid     {code}: {reason}\n"));
+    } else if !e.expanded {
+        out.push_str("  expanded    not yet (a running `jadpoc run` makes its deliveries)\n");
+    }
+    out.push_str(&format!("  payload     {}\n  deliveries\n", e.payload));
+    if deliveries.is_empty() {
+        out.push_str("    (none)\n");
+    }
+    for d in deliveries {
+        out.push_str(&format!("  {}\n", delivery_line(d)));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ enum Command {
     Emit(cmd::emit::EmitArgs),
     /// List, show and retry deliveries.
     Deliveries(cmd::deliveries::DeliveriesArgs),
+    /// List and show events, and replay them to today's subscribers.
+    Events(cmd::events::EventsArgs),
     /// Count deliveries by state and subscriber.
     Status(cmd::status::StatusArgs),
     /// List the circuit breakers, one per connection.
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Emit(args) => cmd::emit::run(args),
         Command::Deliveries(args) => cmd::deliveries::run(args),
+        Command::Events(args) => cmd::events::run(args),
         Command::Status(args) => cmd::status::run(args),
         Command::Breakers(args) => cmd::breakers::run(args),
         Command::Prune(args) => cmd::prune::run(args),

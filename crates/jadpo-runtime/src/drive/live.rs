@@ -8,7 +8,9 @@
 //! limit (counted from the claim) is all its own. The tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
 //! leases are taken back by the claims themselves (a claim reads ended leases
-//! before due deliveries).
+//! before due deliveries). One more loop expands events written in SQL (their
+//! deliveries made, or the event kept invalid), looking as often as an idle claim
+//! loop polls.
 //!
 //! The work itself is the [`Runtime`]'s steps ([`crate::steps`]); this module only
 //! decides when they run, under the system clock.
@@ -53,6 +55,7 @@ impl Runtime {
         let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
         let retain =
             self.config.retain_ms.map(|older_than| tokio::spawn(retain_loop(self.clone(), older_than, stop.clone())));
+        let expand = tokio::spawn(expand_loop(self.clone(), stop.clone()));
 
         while !*stop.borrow() {
             if stop.changed().await.is_err() {
@@ -66,6 +69,7 @@ impl Runtime {
         if let Some(retain) = retain {
             let _ = retain.await;
         }
+        let _ = expand.await;
         // Let running attempts and schedule runs finish: they hold the in-flight
         // permits.
         let grace = Duration::from_millis(self.config.stop_grace_ms);
@@ -309,6 +313,31 @@ async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, mut stop: watch::Rece
         }
         tokio::select! {
             _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(RETAIN_EVERY_MS))) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// Expand events written in SQL: a full batch is followed at once by the next;
+/// otherwise the loop looks again after the poll interval.
+async fn expand_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock.now_ms();
+        let limit = rt.config.batch;
+        let r = rt.clone();
+        let pause = match blocking(move || r.expand_events(now, limit)).await {
+            Ok(report) if report.expanded.len() + report.invalid.len() >= limit => continue,
+            Ok(_) => rt.config.poll_ms,
+            Err(e) => {
+                events::error(now, &e);
+                STORE_ERROR_PAUSE_MS
+            }
+        };
+        tokio::select! {
+            _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(pause))) => {}
             _ = stop.changed() => {}
         }
     }

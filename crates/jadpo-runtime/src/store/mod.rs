@@ -467,6 +467,8 @@ pub struct StatusView {
     pub breakers_paused: u64,
     /// Age in seconds of the oldest pending delivery.
     pub oldest_pending_s: Option<i64>,
+    /// Events invalid, and waiting to be expanded ([`Store::event_counts`]).
+    pub events: EventCounts,
 }
 
 /// A connection's circuit breaker as the store keeps it.
@@ -594,6 +596,97 @@ impl PruneCounts {
     }
 }
 
+/// An event stored but not yet expanded (written in SQL by the application, with
+/// no deliveries): what the expansion step reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnexpandedEvent {
+    /// Its id.
+    pub id: i64,
+    /// Its name as written.
+    pub name: String,
+    /// Its JSON payload as stored.
+    pub payload: String,
+}
+
+/// What the expansion step decided for one event.
+#[derive(Debug, Clone)]
+pub enum Expansion {
+    /// Its deliveries, one per subscriber of the event (none when no subscriber
+    /// listens to it).
+    Deliveries(Vec<NewDelivery>),
+    /// Its payload does not match the program: kept, with the refusal's code and
+    /// message, and delivered to no one.
+    Invalid {
+        /// The code `jadpoc emit` and `--listen` refuse such a payload with.
+        code: String,
+        /// The refusal's message.
+        reason: String,
+    },
+}
+
+/// What one expansion step did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpandReport {
+    /// Events expanded into deliveries: `(id, deliveries made)`.
+    pub expanded: Vec<(i64, usize)>,
+    /// Events found invalid: `(id, name, code, reason)`.
+    pub invalid: Vec<(i64, String, String, String)>,
+}
+
+/// Which events to list.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Only events of this name.
+    pub name: Option<String>,
+    /// Only events emitted at or after this time.
+    pub since_ms: Option<i64>,
+    /// Only events emitted before this time.
+    pub until_ms: Option<i64>,
+    /// At most this many (newest first either way).
+    pub limit: Option<usize>,
+}
+
+/// An event as `jadpoc events` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventView {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its JSON payload as stored.
+    pub payload: String,
+    /// When it was stored.
+    pub emitted_at_ms: i64,
+    /// Whether its deliveries are made (or it was found invalid); false while an
+    /// event written in SQL waits for a running process.
+    pub expanded: bool,
+    /// Why it was found invalid: `(code, reason)`.
+    pub invalid: Option<(String, String)>,
+    /// The event it replays, when it is a replay.
+    pub replay_of: Option<i64>,
+    /// Its deliveries counted by state (only states with deliveries).
+    pub deliveries: Vec<(DeliveryState, u64)>,
+}
+
+/// A replay to store: a new event, with fresh deliveries, naming the event it
+/// replays.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The event replayed.
+    pub of: i64,
+    /// The new event and its deliveries.
+    pub event: NewEvent,
+}
+
+/// Events counted for `jadpoc status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    /// Events kept invalid (their payload did not match the program).
+    pub invalid: u64,
+    /// Events written in SQL not yet expanded.
+    pub unexpanded: u64,
+}
+
 /// The store's operations; each call is one transaction.
 pub trait Store: Send + Sync {
     /// Store events and their deliveries, due at once, in one transaction; returns
@@ -697,4 +790,31 @@ pub trait Store: Send + Sync {
 
     /// What pruning by `plan` would delete now, deleting nothing.
     fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
+
+    // Events written in SQL, and the listing and replay of events.
+
+    /// Expand up to `limit` events stored without deliveries (written in SQL),
+    /// oldest first: `expand` (the program) says what each becomes; each event is
+    /// marked expanded by one statement conditional on its not being so yet, and
+    /// its deliveries (due at once) are written only after that matched, so two
+    /// processes never expand one event twice.
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError>;
+
+    /// List events, newest first, with their deliveries counted by state.
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError>;
+
+    /// One event with its deliveries.
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError>;
+
+    /// Store replays in one transaction: each a new event, expanded, naming the
+    /// event it replays, with its deliveries due at once. Returns the new ids.
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError>;
+
+    /// Events counted: invalid, and not yet expanded.
+    fn event_counts(&self) -> Result<EventCounts, StoreError>;
 }

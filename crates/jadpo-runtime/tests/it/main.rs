@@ -3,6 +3,7 @@
 
 mod breakers;
 mod common;
+mod events;
 mod http_driver;
 mod http_server;
 mod http_tls;

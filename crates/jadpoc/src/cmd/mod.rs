@@ -4,6 +4,7 @@ pub mod breakers;
 pub mod check;
 pub mod deliveries;
 pub mod emit;
+pub mod events;
 pub mod explain;
 pub mod fmt;
 pub mod lsp;

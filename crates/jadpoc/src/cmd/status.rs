@@ -1,5 +1,5 @@
-//! `jadpoc status`: deliveries counted by state and subscriber. Works while a
-//! `jadpoc run` holds the store.
+//! `jadpoc status`: deliveries counted by state and subscriber, and the events
+//! kept invalid. Works while a `jadpoc run` holds the store.
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
@@ -20,7 +20,11 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match store.status(SystemClock.now_ms()) {
+    let status = store.status(SystemClock.now_ms()).and_then(|mut s| {
+        s.events = store.event_counts()?;
+        Ok(s)
+    });
+    match status {
         Ok(s) => {
             match args.format.format {
                 Format::Json => crate::print_json(&views::status_json(&s)),

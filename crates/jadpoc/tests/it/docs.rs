@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 /// The subcommands of a ` ```sh ` block that are run: those that finish on their
 /// own and need no server. (`run` runs until stopped; others are shown, not run.)
-const RUN_IN_SH: [&str; 9] = ["check", "plan", "test", "emit", "deliveries", "status", "breakers", "explain", "prune"];
+const RUN_IN_SH: [&str; 10] =
+    ["check", "plan", "test", "emit", "deliveries", "events", "status", "breakers", "explain", "prune"];
 
 /// How long one documented command may take (generous: the machine may be busy).
 const COMMAND_DEADLINE: Duration = Duration::from_secs(120);

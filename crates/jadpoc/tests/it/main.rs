@@ -5,6 +5,7 @@ mod check_cli;
 mod cli;
 mod common;
 mod docs;
+mod events_cli;
 mod fmt_cli;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]

@@ -14,11 +14,13 @@
 //!
 //! By job: [`connect`] (URL, TLS, the password never shown), [`schema`]
 //! (migrations under an advisory lock), [`claims`], [`outcomes`], [`breakers`],
-//! [`reads`], [`schedules`].
+//! [`reads`], [`schedules`], [`events`] (SQL-written events' expansion, listings,
+//! replays).
 
 mod breakers;
 mod claims;
 pub mod connect;
+mod events;
 mod outcomes;
 mod pauses;
 mod reads;
@@ -29,8 +31,9 @@ pub mod schema;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
-    ScheduleSpec, StatusView, Store, StoreError,
+    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
+    PruneCounts, PrunePlan, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
+    UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -279,5 +282,32 @@ impl Store for PgStore {
 
     fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_client(|c, s| retention::prune_preview(c, s, plan))
+    }
+
+    // Events written in SQL, and the listing and replay of events.
+
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.with_client(|c, s| events::expand(c, s, now_ms, limit, expand))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        self.with_client(|c, s| events::list(c, s, filter))
+    }
+
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        self.with_client(|c, s| events::one(c, s, id))
+    }
+
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_client(|c, s| events::replay(c, s, replays, now_ms))
+    }
+
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.with_client(events::counts)
     }
 }

@@ -7,11 +7,11 @@ use crate::rules::breaker;
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Row};
 
-const VIEW_COLUMNS: &str = "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, \
+pub(super) const VIEW_COLUMNS: &str = "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, \
      d.due_at, d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, \
      d.last_reason, d.end_reason";
 
-fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
+pub(super) fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
     let state = state_of(&col::<String>(r, "state")?)?;
     let due_at: Option<i64> = col(r, "due_at")?;
     let lease_until: Option<i64> = col(r, "lease_until")?;

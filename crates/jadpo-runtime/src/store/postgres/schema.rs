@@ -103,6 +103,26 @@ CREATE TABLE {s}.breaker_actions (
 -- Retention deletes an event once no delivery of it is left.
 CREATE INDEX deliveries_event ON {s}.deliveries (event_id);
 "#,
+    // Events written by SQL in the application's own transaction (`emit` below)
+    // wait, not expanded, for a running process to make their deliveries; every
+    // other event is expanded as it is stored (the column's default). One whose
+    // payload does not match the program is kept, invalid; a replay is an event
+    // of its own naming the event it replays.
+    r#"
+ALTER TABLE {s}.events ADD COLUMN expanded boolean NOT NULL DEFAULT true;
+ALTER TABLE {s}.events ADD COLUMN invalid_code text;
+ALTER TABLE {s}.events ADD COLUMN invalid_reason text;
+ALTER TABLE {s}.events ADD COLUMN replay_of bigint;
+CREATE INDEX events_unexpanded ON {s}.events (id) WHERE NOT expanded;
+CREATE INDEX events_invalid ON {s}.events (id) WHERE invalid_code IS NOT NULL;
+CREATE INDEX events_name ON {s}.events (name, id);
+CREATE FUNCTION {s}.emit(name text, payload jsonb) RETURNS bigint
+LANGUAGE sql VOLATILE AS $emit$
+    INSERT INTO {s}.events (name, payload, emitted_at, expanded)
+    VALUES ($1, $2::text, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint, false)
+    RETURNING id
+$emit$;
+"#,
 ];
 
 /// The newest schema version this build knows.

@@ -4,7 +4,8 @@
 //! By job: [`schema`] (tables, migrations, the check that a file is ours),
 //! [`busy`] (waiting on a lock; errors told apart), [`claims`], [`outcomes`]
 //! (emits, attempts' outcomes, operator retries), [`breakers`], [`reads`] (what
-//! the listing commands show) and [`schedules`].
+//! the listing commands show), [`schedules`] and [`events`] (SQL-written events'
+//! expansion, listings, replays).
 //!
 //! Every write runs in one `BEGIN IMMEDIATE` transaction, which SQLite serializes
 //! with every other writer on the file; each change to a shared row is still one
@@ -14,6 +15,7 @@
 mod breakers;
 mod busy;
 mod claims;
+mod events;
 mod outcomes;
 mod pauses;
 mod reads;
@@ -26,8 +28,9 @@ pub use schema::APPLICATION_ID;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, PruneCounts, PrunePlan, Recorded, ResumeReport, RetryResult,
-    ScheduleSpec, StatusView, Store, StoreError,
+    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
+    PruneCounts, PrunePlan, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
+    UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -184,6 +187,12 @@ impl SqliteStore {
     fn has_pauses(&self) -> bool {
         self.version >= schema::VERSION_WITH_PAUSES
     }
+
+    /// Whether the file's events know whether they are expanded, invalid or a
+    /// replay (a read-only handle on an older store reads them as expanded).
+    fn has_event_states(&self) -> bool {
+        self.version >= schema::VERSION_WITH_EVENT_STATES
+    }
 }
 
 /// Whether the store's file or folder cannot be written to (opening a file for
@@ -318,6 +327,36 @@ impl Store for SqliteStore {
 
     fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_retry(|conn| retention::prune_preview(conn, plan))
+    }
+
+    // Events written in SQL, and the listing and replay of events.
+
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.with_retry(|conn| events::expand(conn, now_ms, limit, expand))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        let states = self.has_event_states();
+        self.with_retry(|conn| events::list(conn, filter, states))
+    }
+
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        let (states, reasons) = (self.has_event_states(), self.has_reasons());
+        self.with_retry(|conn| events::one(conn, id, states, reasons))
+    }
+
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_retry(|conn| events::replay(conn, replays, now_ms))
+    }
+
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        let states = self.has_event_states();
+        self.with_retry(|conn| events::counts(conn, states))
     }
 }
 

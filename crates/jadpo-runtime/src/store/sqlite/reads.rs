@@ -10,7 +10,7 @@ use rusqlite::{Connection, Row, named_params};
 
 /// The columns of a delivery as listed; `reasons` is false on a store older than
 /// the reasons' columns (read-only handles only), which reads them as missing.
-fn view_columns(reasons: bool) -> String {
+pub(super) fn view_columns(reasons: bool) -> String {
     let extra = if reasons { "d.end_reason, d.last_reason" } else { "NULL AS end_reason, NULL AS last_reason" };
     format!(
         "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
@@ -18,7 +18,7 @@ fn view_columns(reasons: bool) -> String {
     )
 }
 
-fn view_of(r: &Row<'_>) -> Result<DeliveryView, StoreError> {
+pub(super) fn view_of(r: &Row<'_>) -> Result<DeliveryView, StoreError> {
     let state = state_of(&r.get::<_, String>("state")?)?;
     let due_at: Option<i64> = r.get("due_at")?;
     let lease_until: Option<i64> = r.get("lease_until")?;

@@ -109,6 +109,19 @@ CREATE TABLE jadpo_breaker_actions (
 -- Retention deletes an event once no delivery of it is left.
 CREATE INDEX jadpo_deliveries_event ON jadpo_deliveries (event_id);
 "#,
+    // Events written by SQL wait to be expanded by a running process (every event
+    // stored before, and every one `emit` stores, is expanded at once: the
+    // default); one whose payload does not match the program is kept, invalid;
+    // a replay is an event of its own naming the event it replays.
+    r#"
+ALTER TABLE jadpo_events ADD COLUMN expanded INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jadpo_events ADD COLUMN invalid_code TEXT;
+ALTER TABLE jadpo_events ADD COLUMN invalid_reason TEXT;
+ALTER TABLE jadpo_events ADD COLUMN replay_of INTEGER;
+CREATE INDEX jadpo_events_unexpanded ON jadpo_events (id) WHERE expanded = 0;
+CREATE INDEX jadpo_events_invalid ON jadpo_events (id) WHERE invalid_code IS NOT NULL;
+CREATE INDEX jadpo_events_name ON jadpo_events (name, id);
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -121,6 +134,11 @@ pub(super) const VERSION_WITH_REASONS: i64 = 2;
 /// The first version with operators' pauses; a read-only handle on an older
 /// store reads every connection as not paused.
 pub(super) const VERSION_WITH_PAUSES: i64 = 3;
+
+/// The first version whose events know whether they are expanded, invalid or a
+/// replay; a read-only handle on an older store reads every event as expanded
+/// and valid.
+pub(super) const VERSION_WITH_EVENT_STATES: i64 = 4;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

@@ -14,6 +14,10 @@ pub trait Fixture: Send + Sync {
     /// Write a handled record for a delivery behind the store's back (a call
     /// that succeeded, its delivery not yet final).
     fn add_handled_behind(&self, delivery: i64, at_ms: i64);
+    /// Store an event as an application writing SQL does, with no deliveries and
+    /// not yet expanded (`emit` of the schema on PostgreSQL; a plain row on
+    /// SQLite), each in a transaction of its own. Returns their ids.
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64>;
 }
 
 /// A SQLite store in a file of its own.
@@ -56,6 +60,21 @@ impl Fixture for SqliteFile {
         raw.execute("INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)", [delivery, at_ms])
             .expect("handled");
     }
+
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64> {
+        let raw = rusqlite::Connection::open(&self.path).expect("open raw");
+        raw.busy_timeout(std::time::Duration::from_secs(60)).expect("busy timeout");
+        let mut ids = Vec::new();
+        for (name, payload) in events {
+            raw.execute(
+                "INSERT INTO jadpo_events (name, payload, emitted_at, expanded) VALUES (?1, ?2, 0, 0)",
+                [name, payload],
+            )
+            .expect("insert");
+            ids.push(raw.last_insert_rowid());
+        }
+        ids
+    }
 }
 
 /// The SQLite fixture (always available).
@@ -95,6 +114,16 @@ impl Fixture for PgDatabase {
         let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
         c.execute("INSERT INTO jadpo.handled (delivery_id, handled_at) VALUES ($1, $2)", &[&delivery, &at_ms])
             .expect("handled");
+    }
+
+    fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64> {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        events
+            .iter()
+            .map(|(name, payload)| {
+                c.query_one("SELECT jadpo.emit($1, $2::text::jsonb)", &[name, payload]).expect("emit").get(0)
+            })
+            .collect()
     }
 }
 

@@ -1,0 +1,153 @@
+//! The store suite for events beyond `emit`, on each store: events written in SQL
+//! expanded once (two handles never expand one twice), kept invalid with the
+//! reason, listed, shown and replayed.
+
+use crate::common;
+
+use common::fixture::{self, Fixture};
+use common::{T0, event};
+use jadpo_check::program::DeliveryState;
+use jadpo_runtime::store::{
+    DeliveryFilter, EventFilter, Expansion, NewDelivery, NewEvent, Replay, Store, UnexpandedEvent,
+};
+use std::collections::HashSet;
+use std::sync::{Barrier, Mutex};
+
+/// What the program makes of an event in these tests: `Paid` goes to `rec`, any
+/// other name is unknown.
+fn expansion(e: &UnexpandedEvent) -> Expansion {
+    if e.name == "Paid" {
+        Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }])
+    } else {
+        Expansion::Invalid { code: "ingest.unknown_event".into(), reason: format!("no event `{}` is declared", e.name) }
+    }
+}
+
+fn expand(store: &dyn Store, now: i64, limit: usize) -> jadpo_runtime::store::ExpandReport {
+    store.expand_events(now, limit, &mut expansion).expect("expand")
+}
+
+fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
+    let store = f.open();
+    let emitted = store.emit(&[event(1)], T0).unwrap();
+    let ids = f.emit_in_sql(&[("Paid", r#"{"id": "p2"}"#), ("Nope", r#"{"x": 1}"#)]);
+    let counts = store.event_counts().unwrap();
+    assert_eq!((counts.invalid, counts.unexpanded), (0, 2));
+    let waiting = store.event(ids[0]).unwrap().unwrap();
+    assert!(!waiting.0.expanded, "an event written in SQL waits");
+    assert!(waiting.1.is_empty());
+    assert!(store.event(emitted[0]).unwrap().unwrap().0.expanded, "an emitted event is expanded at once");
+
+    let report = expand(&*store, T0 + 5, 10);
+    assert_eq!(report.expanded, vec![(ids[0], 1)]);
+    assert_eq!(report.invalid.len(), 1);
+    assert_eq!(report.invalid[0].0, ids[1]);
+    assert_eq!(report.invalid[0].2, "ingest.unknown_event");
+    // Nothing is expanded twice.
+    assert_eq!(expand(&*store, T0 + 6, 10), Default::default());
+
+    let all = store.deliveries(&DeliveryFilter::default()).unwrap();
+    assert_eq!(all.len(), 2, "one delivery for the emitted event, one for the expanded one");
+    let made = all.iter().find(|d| d.event_id == ids[0]).expect("the expanded event's delivery");
+    assert_eq!((made.state, made.due_at_ms, made.budget_start_ms), (DeliveryState::Pending, Some(T0 + 5), T0 + 5));
+
+    let (invalid, deliveries) = store.event(ids[1]).unwrap().unwrap();
+    assert!(invalid.expanded);
+    assert_eq!(invalid.invalid, Some(("ingest.unknown_event".into(), "no event `Nope` is declared".into())));
+    assert!(deliveries.is_empty(), "an invalid event is delivered to no one");
+    let counts = store.event_counts().unwrap();
+    assert_eq!((counts.invalid, counts.unexpanded), (1, 0));
+}
+
+fn two_handles_never_expand_one_event_twice(f: &dyn Fixture) {
+    let payloads: Vec<String> = (0..400).map(|n| format!(r#"{{"id": "p{n}"}}"#)).collect();
+    let events: Vec<(&str, &str)> = payloads.iter().map(|p| ("Paid", p.as_str())).collect();
+    let store = f.open();
+    let ids = f.emit_in_sql(&events);
+    let expanded = Mutex::new(Vec::<i64>::new());
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let store = f.open();
+                barrier.wait();
+                loop {
+                    let r = expand(&*store, T0, 23);
+                    if r.expanded.is_empty() {
+                        break;
+                    }
+                    expanded.lock().unwrap().extend(r.expanded.iter().map(|(id, _)| *id));
+                }
+            });
+        }
+    });
+    let expanded = expanded.into_inner().unwrap();
+    let unique: HashSet<_> = expanded.iter().copied().collect();
+    assert_eq!(expanded.len(), ids.len(), "every event expanded once");
+    assert_eq!(unique, ids.iter().copied().collect::<HashSet<_>>());
+    let all = store.deliveries(&DeliveryFilter::default()).unwrap();
+    assert_eq!(all.len(), ids.len(), "one delivery per event");
+    assert_eq!(all.iter().map(|d| d.event_id).collect::<HashSet<_>>().len(), ids.len());
+}
+
+fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
+    let store = f.open();
+    let refunded = NewEvent { name: "Refunded".into(), payload: r#"{"id":"r1"}"#.into(), deliveries: Vec::new() };
+    let a = store.emit(&[event(1)], T0).unwrap()[0];
+    let b = store.emit(&[refunded], T0 + 1_000).unwrap()[0];
+    let c = store.emit(&[event(3)], T0 + 2_000).unwrap()[0];
+
+    let ids = |filter: EventFilter| store.events(&filter).unwrap().iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(EventFilter::default()), vec![c, b, a]);
+    assert_eq!(ids(EventFilter { name: Some("Paid".into()), ..Default::default() }), vec![c, a]);
+    assert_eq!(ids(EventFilter { since_ms: Some(T0 + 1_000), ..Default::default() }), vec![c, b]);
+    assert_eq!(ids(EventFilter { until_ms: Some(T0 + 1_000), ..Default::default() }), vec![a]);
+    assert_eq!(ids(EventFilter { limit: Some(1), ..Default::default() }), vec![c]);
+    let listed = store.events(&EventFilter::default()).unwrap();
+    assert_eq!(listed[2].deliveries, vec![(DeliveryState::Pending, 1)]);
+    assert!(listed[1].deliveries.is_empty(), "no subscriber listens to `Refunded`");
+
+    let replayed = store.replay(&[Replay { of: a, event: event(1) }], T0 + 9_000).unwrap();
+    assert_eq!(replayed.len(), 1);
+    let (replay, deliveries) = store.event(replayed[0]).unwrap().unwrap();
+    assert_eq!((replay.replay_of, replay.expanded, replay.emitted_at_ms), (Some(a), true, T0 + 9_000));
+    assert_eq!(deliveries.len(), 1);
+    let (original, first) = store.event(a).unwrap().unwrap();
+    assert_ne!(deliveries[0].id, first[0].id, "a replay's delivery is a new one");
+    assert_eq!(original.replay_of, None);
+    assert_eq!(
+        (deliveries[0].state, deliveries[0].attempts, deliveries[0].budget_start_ms),
+        (DeliveryState::Pending, 0, T0 + 9_000),
+        "with a fresh budget, due at once"
+    );
+    assert_eq!(ids(EventFilter::default())[0], replayed[0]);
+    assert!(store.event(replayed[0] + 100).unwrap().is_none());
+}
+
+macro_rules! events_suite {
+    ($fixture:path) => {
+        events_suite!(@tests $fixture;
+            an_event_written_in_sql_is_expanded_once_or_kept_invalid,
+            two_handles_never_expand_one_event_twice,
+            events_are_listed_newest_first_shown_and_replayed,
+        );
+    };
+    (@tests $fixture:path; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if let Some(f) = $fixture() {
+                    super::$name(&*f);
+                }
+            }
+        )*
+    };
+}
+
+mod sqlite {
+    events_suite!(super::fixture::sqlite);
+}
+
+mod postgres {
+    events_suite!(super::fixture::postgres);
+}
