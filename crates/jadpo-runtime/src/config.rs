@@ -21,8 +21,12 @@ pub const DEFAULT_POLL_MS: u64 = 100;
 pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
 /// How often the tick runs (breaker sweeps, schedules).
 pub const TICK_MS: u64 = SECOND_MS;
-/// How long a loop waits after a store error before it tries again.
+/// How long a loop waits after a store error before it tries again; the pause
+/// doubles with each error in a row, up to [`STORE_ERROR_PAUSE_MAX_MS`].
 pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
+/// The longest pause after store errors in a row (a database restarting, a
+/// network down): `jadpoc run` never gives up on its store.
+pub const STORE_ERROR_PAUSE_MAX_MS: u64 = 5 * SECOND_MS;
 
 /// How the runtime runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,6 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::views;
 use std::process::ExitCode;
 
@@ -20,7 +19,7 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    match store.status(SystemClock.now_ms()) {
+    match store.status(crate::store::clock_for(&*store).now_ms()) {
         Ok(s) => {
             match args.format.format {
                 Format::Json => crate::print_json(&views::status_json(&s)),

@@ -23,6 +23,7 @@ mod outcomes;
 mod reads;
 mod schedules;
 pub mod schema;
+pub mod sharing;
 
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
@@ -33,7 +34,8 @@ use super::{
 use crate::rules::Failure;
 use connect::PgLocation;
 use postgres::Client;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Connections kept open for reuse; more are opened when more threads need one.
@@ -51,6 +53,8 @@ pub struct PgStore {
     pool: Mutex<Vec<Client>>,
     /// How long an unreachable server is tried again before an operation fails.
     reconnect_for: Duration,
+    /// Set when the store is dropped, to end its listening thread.
+    stop_listening: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -88,6 +92,7 @@ impl PgStore {
             location,
             pool: Mutex::new(Vec::new()),
             reconnect_for: options.lock_wait.min(RECONNECT_FOR),
+            stop_listening: Arc::new(AtomicBool::new(false)),
         };
         let mut client = store.fresh_client()?;
         match options.access {
@@ -156,6 +161,7 @@ impl PgStore {
 
 impl Drop for PgStore {
     fn drop(&mut self) {
+        self.stop_listening.store(true, Ordering::Relaxed);
         // Closing a connection blocks on the driver's own runtime, which must not
         // happen on a thread driving async tasks (the store may be dropped at the
         // end of `jadpoc run`'s async main): close them on a thread of their own.
@@ -251,4 +257,15 @@ impl Store for PgStore {
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
     }
+
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_client(|c, _| sharing::db_now_ms(c))
+    }
+
+    fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
+        sharing::listen(self.location.clone(), self.stop_listening.clone(), wake)
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -18,6 +18,7 @@ mod outcomes;
 mod reads;
 mod schedules;
 mod schema;
+mod sharing;
 
 pub use schema::APPLICATION_ID;
 
@@ -281,6 +282,14 @@ impl Store for SqliteStore {
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
+    }
+
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        sharing::db_now_ms()
+    }
+
+    fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
+        sharing::listen(wake)
     }
 }
 
