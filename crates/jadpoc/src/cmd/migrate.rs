@@ -2,9 +2,9 @@
 //! SQL for a review of the database's changes. `run` and `emit` apply them on
 //! first use too; this is for teams whose schema changes go through review.
 
+use crate::store::DbArg;
 use jadpo_runtime::store::postgres::connect::{DEFAULT_SCHEMA, PgLocation};
 use jadpo_runtime::store::postgres::schema;
-use crate::store::DbArg;
 use jadpo_runtime::store::{self, Location, OpenOptions, SqliteStore};
 use std::process::ExitCode;
 

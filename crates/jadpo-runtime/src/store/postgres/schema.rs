@@ -8,7 +8,8 @@ use postgres::Client;
 
 /// The migrations, in order; `{s}` stands for the quoted schema. Times are
 /// milliseconds since the Unix epoch, as the runtime's rules count them.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE {s}.events (
     id bigserial PRIMARY KEY,
     name text NOT NULL,
@@ -82,7 +83,8 @@ CREATE TABLE {s}.circuit_breakers (
     probe_lease_until bigint,
     updated_at bigint
 );
-"#, r#"
+"#,
+    r#"
 -- Any insert into the events table (jadpoc's, or the application's own in SQL)
 -- wakes the running processes listening on the channel `SCHEMA.events`; a
 -- notification is sent when its transaction commits, and never if it rolls back.
@@ -94,7 +96,8 @@ END
 $$;
 CREATE TRIGGER events_notify AFTER INSERT ON {s}.events
     FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_events();
-"#];
+"#,
+];
 
 /// The newest schema version this build knows.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

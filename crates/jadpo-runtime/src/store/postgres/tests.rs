@@ -232,8 +232,7 @@ fn a_breaker_row_changed_since_it_was_read_is_not_overwritten() {
     }
     db.meddle(reset);
     assert!(write(Some(&failing), &two));
-    let state: String =
-        db.client().query_one("SELECT state FROM jadpo.circuit_breakers", &[]).expect("state").get(0);
+    let state: String = db.client().query_one("SELECT state FROM jadpo.circuit_breakers", &[]).expect("state").get(0);
     assert_eq!(state, BreakerState::Closed.as_str());
 }
 
@@ -248,8 +247,8 @@ fn a_release_of_a_row_held_again_since_changes_nothing() {
     let release = |held_ms: i64, held_since: i64| {
         let mut c = db.client();
         let mut tx = c.transaction().expect("begin");
-        let took = breakers::release_one(&mut tx, "\"jadpo\"", 1, held_ms, Some(held_since), T0 + 60_000)
-            .expect("release");
+        let took =
+            breakers::release_one(&mut tx, "\"jadpo\"", 1, held_ms, Some(held_since), T0 + 60_000).expect("release");
         tx.commit().expect("commit");
         took
     };
