@@ -171,10 +171,26 @@ pub struct PgDb {
     admin: String,
     name: String,
     pub url: String,
+    /// Held while the test uses the server, so that a test restarting it waits.
+    _shared: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
+
+/// Taken for writing by the one test that restarts the server, for the restart
+/// only; every other PostgreSQL test holds it for reading.
+pub static PG_RESTART: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 impl PgDb {
     pub fn new() -> Option<PgDb> {
+        PgDb::create(Some(PG_RESTART.read().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    /// As [`PgDb::new`], for the test that restarts the server (taking
+    /// [`PG_RESTART`] for writing meanwhile).
+    pub fn restarting() -> Option<PgDb> {
+        PgDb::create(None)
+    }
+
+    fn create(shared: Option<std::sync::RwLockReadGuard<'static, ()>>) -> Option<PgDb> {
         let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
         let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
@@ -197,7 +213,7 @@ impl PgDb {
         c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
         c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
         let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(PgDb { url: format!("{base}/{name}"), admin, name })
+        Some(PgDb { url: format!("{base}/{name}"), admin, name, _shared: shared })
     }
 }
 
