@@ -1,8 +1,11 @@
-//! The clock behind the runtime: the system clock for `jadpoc run`; a virtual clock
-//! for `jadpoc test` implements the same trait.
+//! The clock behind the runtime: the system clock for `jadpoc run` on SQLite; the
+//! database's clock, carried between readings by the host's monotonic time, for
+//! `jadpoc run` on PostgreSQL (so that hosts whose clocks disagree behave as one);
+//! a virtual clock for `jadpoc test`. All implement the same trait.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Instant;
 
 /// A boxed future, so that the clock and the drivers stay object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -13,6 +16,83 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> i64;
     /// Wait until `at_ms` (at once if it has passed).
     fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()>;
+    /// A reading of the store's own clock, `db_now_ms` as of `read_at`: a clock that
+    /// follows the store's ([`AnchoredClock`]) takes it; the others ignore it.
+    fn anchor(&self, _db_now_ms: i64, _read_at: Instant) {}
+}
+
+/// The environment variable that moves the host's wall clock by that many
+/// milliseconds (negative: behind), for tests of hosts whose clocks disagree.
+/// Test-only: `jadpoc` reads it; nothing else should set it.
+pub const TEST_CLOCK_OFFSET_ENV: &str = "JADPO_TEST_CLOCK_OFFSET_MS";
+
+/// The host's wall clock moved by a fixed offset (zero outside tests; see
+/// [`TEST_CLOCK_OFFSET_ENV`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostClock {
+    offset_ms: i64,
+}
+
+impl HostClock {
+    /// The host's clock, moved by `offset_ms`.
+    pub fn with_offset(offset_ms: i64) -> HostClock {
+        HostClock { offset_ms }
+    }
+}
+
+impl Clock for HostClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms().saturating_add(self.offset_ms)
+    }
+
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
+        sleep_ms(at_ms.saturating_sub(self.now_ms()))
+    }
+}
+
+/// The store's clock between its readings: the last reading moved on by the
+/// host's monotonic time since it was taken. The host's wall clock plays no part,
+/// so every process reading one database's clock agrees on the time, however far
+/// their hosts' clocks are apart; re-anchored at each reading (every tick), so the
+/// host's monotonic drift never builds up. It never goes back.
+#[derive(Debug)]
+pub struct AnchoredClock {
+    anchor: std::sync::Mutex<(i64, Instant)>,
+    latest: std::sync::atomic::AtomicI64,
+}
+
+impl AnchoredClock {
+    /// A clock reading `db_now_ms` as of `read_at`.
+    pub fn new(db_now_ms: i64, read_at: Instant) -> AnchoredClock {
+        AnchoredClock {
+            anchor: std::sync::Mutex::new((db_now_ms, read_at)),
+            latest: std::sync::atomic::AtomicI64::new(db_now_ms),
+        }
+    }
+}
+
+impl Clock for AnchoredClock {
+    fn now_ms(&self) -> i64 {
+        let (at, read_at) = *self.anchor.lock().unwrap_or_else(|e| e.into_inner());
+        let since = i64::try_from(read_at.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let now = at.saturating_add(since);
+        // A new reading a little behind the old one's projection must not move
+        // the time back.
+        let before = self.latest.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+        now.max(before)
+    }
+
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
+        sleep_ms(at_ms.saturating_sub(self.now_ms()))
+    }
+
+    fn anchor(&self, db_now_ms: i64, read_at: Instant) {
+        *self.anchor.lock().unwrap_or_else(|e| e.into_inner()) = (db_now_ms, read_at);
+    }
+}
+
+fn sleep_ms(wait: i64) -> BoxFuture<'static, ()> {
+    Box::pin(tokio::time::sleep(std::time::Duration::from_millis(wait.max(0) as u64)))
 }
 
 /// The system's wall clock, with tokio's timer for waits.
@@ -26,8 +106,7 @@ impl Clock for SystemClock {
     }
 
     fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
-        let wait = at_ms.saturating_sub(self.now_ms()).max(0);
-        Box::pin(tokio::time::sleep(std::time::Duration::from_millis(wait as u64)))
+        sleep_ms(at_ms.saturating_sub(self.now_ms()))
     }
 }
 
@@ -93,5 +172,16 @@ mod tests {
         assert_eq!(c.now_ms(), 5);
         drop(c.sleep_until(1_000));
         assert_eq!(c.now_ms(), 1_000);
+    }
+
+    #[test]
+    fn an_anchored_clock_follows_its_readings_and_never_goes_back() {
+        let start = Instant::now();
+        let c = AnchoredClock::new(1_000_000, start);
+        assert!(c.now_ms() >= 1_000_000);
+        c.anchor(5_000_000, start);
+        assert!(c.now_ms() >= 5_000_000);
+        c.anchor(2_000_000, Instant::now());
+        assert!(c.now_ms() >= 5_000_000, "the time went back");
     }
 }

@@ -26,8 +26,12 @@ pub const RETAIN_EVERY_MS: u64 = 5 * 60 * SECOND_MS;
 /// Most deliveries retention deletes in one transaction, so that a running
 /// `run` is never kept waiting long on the store.
 pub const PRUNE_BATCH: usize = 1_000;
-/// How long a loop waits after a store error before it tries again.
+/// How long a loop waits after a store error before it tries again; the pause
+/// doubles with each error in a row, up to [`STORE_ERROR_PAUSE_MAX_MS`].
 pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
+/// The longest pause after store errors in a row (a database restarting, a
+/// network down): `jadpoc run` never gives up on its store.
+pub const STORE_ERROR_PAUSE_MAX_MS: u64 = 5 * SECOND_MS;
 
 /// How the runtime runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

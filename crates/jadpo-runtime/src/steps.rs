@@ -44,6 +44,9 @@ pub struct Done {
     pub recorded: Recorded,
     /// The delivery's subscriber (for the log line).
     pub subscriber: String,
+    /// When the attempt's lease ends: an outcome not written by then is dropped
+    /// (another claim may take the delivery back, and the lease is its record).
+    pub lease_until_ms: Option<i64>,
 }
 
 /// A call ready to be made: its driver, its request and when its run's time limit
@@ -248,6 +251,7 @@ impl Runtime {
                 decision,
             },
             subscriber: c.subscriber.clone(),
+            lease_until_ms: c.record.lease_until_ms,
         }
     }
 

@@ -12,10 +12,21 @@
 //! deliveries made, or the event kept invalid), looking as often as an idle claim
 //! loop polls.
 //!
+//! The clock is the runtime's: the system clock on SQLite, the database's on
+//! PostgreSQL (re-read at every tick: [`crate::clock::AnchoredClock`]). Events
+//! other processes store wake the claim loops when the store can tell
+//! ([`crate::store::Store::listen`]); polling stays as the fallback.
+//!
+//! A lost store never ends the run: every store error is logged and tried again
+//! after a pause that grows while the errors go on (claims, the tick, the
+//! schedules' rows at start), and the committer keeps a batch it could not write
+//! and writes it again, until written or until its attempts' leases have ended
+//! (then the leases bring those deliveries back, as after a crash).
+//!
 //! The work itself is the [`Runtime`]'s steps ([`crate::steps`]); this module only
-//! decides when they run, under the system clock.
+//! decides when they run.
 
-use crate::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
+use crate::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
 use crate::drivers::SendMark;
 use crate::events;
 use crate::rules::{self, Outcome};
@@ -23,7 +34,7 @@ use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
 use crate::store::{Claimed, StoreError};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
@@ -32,9 +43,37 @@ impl Runtime {
     /// schedule runs finish for up to the grace period, record their outcomes, and
     /// return.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, StoreError> {
-        let now = self.clock.now_ms();
-        let rt = self.clone();
-        blocking(move || rt.sync_schedules(now)).await?;
+        anchor_clock(&self).await;
+        let mut backoff = Backoff::default();
+        loop {
+            let now = self.clock.now_ms();
+            let rt = self.clone();
+            match blocking(move || rt.sync_schedules(now)).await {
+                Ok(()) => break,
+                Err(e) => {
+                    events::error(now, &e);
+                    tokio::select! {
+                        _ = backoff.pause() => {}
+                        _ = stop.changed() => {}
+                    }
+                    if *stop.borrow() {
+                        return Ok(RunSummary::default());
+                    }
+                    anchor_clock(&self).await;
+                }
+            }
+        }
+        let wake = self.wake.clone();
+        let store = self.store.clone();
+        // Another process's event wakes every idle loop, and leaves a permit for a
+        // loop busy claiming (its claim may have missed the event).
+        let waker: crate::store::Waker = Arc::new(move || {
+            wake.notify_waiters();
+            wake.notify_one();
+        });
+        if let Err(e) = blocking(move || store.listen(waker)).await {
+            events::error(self.clock.now_ms(), &e);
+        }
 
         let (tx, rx) = mpsc::channel::<Done>(self.config.batch * self.config.workers.max(1) * 2);
         let committer = tokio::spawn(committer(self.clone(), rx));
@@ -122,6 +161,45 @@ impl Runtime {
     }
 }
 
+/// The pause after store errors in a row: [`STORE_ERROR_PAUSE_MS`], doubling with
+/// each error up to [`STORE_ERROR_PAUSE_MAX_MS`]; a success starts it over.
+#[derive(Debug, Default)]
+struct Backoff {
+    errors: u32,
+}
+
+impl Backoff {
+    fn next_ms(&mut self) -> u64 {
+        let ms = STORE_ERROR_PAUSE_MS.saturating_mul(1 << self.errors.min(16)).min(STORE_ERROR_PAUSE_MAX_MS);
+        self.errors = self.errors.saturating_add(1);
+        ms
+    }
+
+    async fn pause(&mut self) {
+        tokio::time::sleep(Duration::from_millis(self.next_ms())).await;
+    }
+
+    fn reset(&mut self) {
+        self.errors = 0;
+    }
+}
+
+/// Read the store's clock, if it has one, and anchor the runtime's clock to it
+/// (taken as read half-way through the round trip). A failed reading keeps the
+/// last anchor: the next tick tries again.
+async fn anchor_clock(rt: &Arc<Runtime>) {
+    let store = rt.store.clone();
+    let read = blocking(move || {
+        let before = Instant::now();
+        let db = store.db_now_ms()?;
+        Ok(db.map(|db| (db, before + before.elapsed() / 2)))
+    })
+    .await;
+    if let Ok(Some((db, at))) = read {
+        rt.clock.anchor(db, at);
+    }
+}
+
 /// Run a store call on a blocking thread.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
@@ -183,6 +261,7 @@ async fn claim_loop(
     mut stop: watch::Receiver<bool>,
     hard: watch::Receiver<bool>,
 ) {
+    let mut backoff = Backoff::default();
     loop {
         if *stop.borrow() {
             return;
@@ -197,12 +276,15 @@ async fn claim_loop(
         let r = rt.clone();
         let report = blocking(move || r.claim_due(now, limit)).await;
         let DueClaim { report, waiting } = match report {
-            Ok(claim) => claim,
+            Ok(claim) => {
+                backoff.reset();
+                claim
+            }
             Err(e) => {
                 drop(permits);
                 events::error(now, &e);
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(STORE_ERROR_PAUSE_MS)) => {}
+                    _ = backoff.pause() => {}
                     _ = stop.changed() => {}
                 }
                 continue;
@@ -245,20 +327,53 @@ async fn claim_loop(
 async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
     let mut total = 0u64;
     let max = rt.config.batch * 4;
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < max {
+    // Outcomes not yet written: a batch the store refused is kept and written
+    // again (with what came meanwhile) after a pause.
+    let mut batch: Vec<Done> = Vec::new();
+    let mut backoff = Backoff::default();
+    let mut open = true;
+    loop {
+        if batch.is_empty() {
+            match rx.recv().await {
+                Some(first) => batch.push(first),
+                None => break,
+            }
+        }
+        while open && batch.len() < max {
             match rx.try_recv() {
                 Ok(d) => batch.push(d),
-                Err(_) => break,
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
             }
         }
         let r = rt.clone();
         let now = rt.clock.now_ms();
-        match blocking(move || r.record_outcomes(&batch)).await {
-            Ok(written) => total += written as u64,
+        let taken = std::mem::take(&mut batch);
+        let written = tokio::task::spawn_blocking(move || {
+            let result = r.record_outcomes(&taken);
+            (taken, result)
+        })
+        .await;
+        match written {
+            Ok((_, Ok(written))) => {
+                total += written as u64;
+                backoff.reset();
+            }
+            Ok((kept, Err(e))) => {
+                events::error(now, &e);
+                // An outcome whose lease has ended is the lease's now: another
+                // claim may have taken the delivery back and counted the attempt.
+                let now = rt.clock.now_ms();
+                batch = kept.into_iter().filter(|d| d.lease_until_ms.is_some_and(|until| until > now)).collect();
+                if !batch.is_empty() {
+                    backoff.pause().await;
+                }
+            }
             // The deliveries stay `running` and come back when their leases end.
-            Err(e) => events::error(now, &e),
+            Err(e) => events::error(now, &StoreError::Corrupt(format!("a store task failed: {e}"))),
+        }
+        if !open && batch.is_empty() {
+            break;
         }
     }
     total
@@ -270,14 +385,18 @@ async fn tick_loop(
     mut stop: watch::Receiver<bool>,
     hard: watch::Receiver<bool>,
 ) {
+    let mut backoff = Backoff::default();
     loop {
         if *stop.borrow() {
             return;
         }
+        anchor_clock(&rt).await;
         let now = rt.clock.now_ms();
         let r = rt.clone();
+        let mut pause_ms = TICK_MS;
         match blocking(move || r.tick(now)).await {
             Ok(claimed) => {
+                backoff.reset();
                 for c in claimed {
                     // A schedule's run holds a permit like an attempt, so a stop
                     // waits for it; its time limit counts from when it has one
@@ -287,10 +406,13 @@ async fn tick_loop(
                     spawn_under_permit(permit, hard.clone(), rt.clone().run_schedule(c.name, c.run));
                 }
             }
-            Err(e) => events::error(now, &e),
+            Err(e) => {
+                events::error(now, &e);
+                pause_ms = pause_ms.max(backoff.next_ms());
+            }
         }
         tokio::select! {
-            _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(TICK_MS))) => {}
+            _ = tokio::time::sleep(Duration::from_millis(pause_ms)) => {}
             _ = stop.changed() => {}
         }
     }

@@ -817,4 +817,20 @@ pub trait Store: Send + Sync {
 
     /// Events counted: invalid, and not yet expanded.
     fn event_counts(&self) -> Result<EventCounts, StoreError>;
+
+    // One clock and wake-ups across processes.
+
+    /// The database's clock (`clock_timestamp()` on PostgreSQL), which every
+    /// process sharing the store reads alike; `None` for a store whose processes
+    /// share one host's clock (SQLite).
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// Call `wake` whenever any process stores an event, until the store is
+    /// dropped (PostgreSQL: `LISTEN` on one connection of its own, listened to
+    /// again after a reconnect, calling `wake` then too). Returns whether the store
+    /// can; one that cannot (SQLite) leaves other processes' events to polling.
+    fn listen(&self, wake: Waker) -> Result<bool, StoreError>;
 }
+
+/// What [`Store::listen`] calls when an event was stored.
+pub type Waker = std::sync::Arc<dyn Fn() + Send + Sync>;

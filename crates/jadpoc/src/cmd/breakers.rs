@@ -4,7 +4,6 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::rules::breaker::Pause;
 use jadpo_runtime::store::Store;
 use jadpo_runtime::views;
@@ -144,7 +143,7 @@ fn pause(
     if let Err(code) = known(store.as_ref(), connection, program) {
         return code;
     }
-    let now = SystemClock.now_ms();
+    let now = crate::store::clock_for(&*store).now_ms();
     let until_ms = for_ms.map(|ms| now.saturating_add(jadpo_runtime::rules::ms_i64(ms)));
     let pause = Pause { at_ms: now, until_ms, by, reason: reason.filter(|r| !r.trim().is_empty()) };
     match store.pause_connection(connection, &pause) {
@@ -168,7 +167,7 @@ fn resume(db: &DbArg, format: Format, connection: &str, reason: Option<&str>, by
         Err(code) => return code,
     };
     let reason = reason.filter(|r| !r.trim().is_empty());
-    let report = match store.resume_connection(connection, by, reason, SystemClock.now_ms()) {
+    let report = match store.resume_connection(connection, by, reason, crate::store::clock_for(&*store).now_ms()) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };

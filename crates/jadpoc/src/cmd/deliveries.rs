@@ -4,7 +4,6 @@
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::DeliveryState;
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::store::{DeliveryFilter, RetryResult};
 use jadpo_runtime::views;
 use std::process::ExitCode;
@@ -90,7 +89,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             Err(e) => fail(e),
         },
         Some(DeliveriesCommand::Retry { ids }) => {
-            let results = match store.retry(&ids, SystemClock.now_ms()) {
+            let results = match store.retry(&ids, crate::store::clock_for(&*store).now_ms()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };

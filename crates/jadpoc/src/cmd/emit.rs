@@ -4,7 +4,6 @@
 use crate::args::plural;
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::payload::{PayloadError, new_event};
 use jadpo_runtime::store::NewEvent;
 use std::io::{BufRead, BufReader, Write};
@@ -77,7 +76,7 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
         Ok(s) => s,
         Err(code) => return code,
     };
-    match store.emit(&[new], SystemClock.now_ms()) {
+    match store.emit(&[new], crate::store::clock_for(&*store).now_ms()) {
         Ok(ids) => {
             let out: String = ids.iter().map(|id| format!("{id}\n")).collect();
             crate::print_stdout(&out);
@@ -123,7 +122,7 @@ fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) ->
         Ok(s) => s,
         Err(code) => return code,
     };
-    let clock = SystemClock;
+    let clock = crate::store::clock_for(&*store);
     let mut batch: Vec<NewEvent> = Vec::with_capacity(NDJSON_BATCH);
     let mut counts = Counts::default();
     let stderr = std::io::stderr();

@@ -117,7 +117,7 @@ pub fn run(args: EventsArgs) -> ExitCode {
     match args.command {
         None => list(&args.select, args.limit, args.format.format, &args.db, now_ms),
         Some(EventsCommand::Show { id }) => show(id, args.format.format, &args.db),
-        Some(EventsCommand::Replay(replay)) => replay_events(&replay, args.format.format, &args.db, now_ms),
+        Some(EventsCommand::Replay(replay)) => replay_events(&replay, args.format.format, &args.db),
     }
 }
 
@@ -224,7 +224,7 @@ fn plan(program: &Program, event: &EventView, only: Option<&str>) -> Result<Repl
     Ok(Replay { of: event.id, event: new })
 }
 
-fn replay_events(args: &ReplayArgs, format: Format, db: &DbArg, now_ms: i64) -> ExitCode {
+fn replay_events(args: &ReplayArgs, format: Format, db: &DbArg) -> ExitCode {
     let program = match crate::load::program_for_run(&args.program) {
         Ok(p) => p,
         Err(code) => return code,
@@ -240,6 +240,9 @@ fn replay_events(args: &ReplayArgs, format: Format, db: &DbArg, now_ms: i64) -> 
         Ok(s) => s,
         Err(code) => return code,
     };
+    // The store's clock (the database's on PostgreSQL): the replays are due now
+    // for every process.
+    let now_ms = crate::store::clock_for(&*store).now_ms();
     let chosen = match chosen(&*store, args, now_ms) {
         Ok(c) => c,
         Err(code) => return code,

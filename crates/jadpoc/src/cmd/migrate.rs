@@ -2,25 +2,26 @@
 //! SQL for a review of the database's changes. `run` and `emit` apply them on
 //! first use too; this is for teams whose schema changes go through review.
 
+use crate::store::DbArg;
 use jadpo_runtime::store::postgres::connect::{DEFAULT_SCHEMA, PgLocation};
 use jadpo_runtime::store::postgres::schema;
-use jadpo_runtime::store::{self, DATABASE_URL_ENV, Location, OpenOptions, SqliteStore};
+use jadpo_runtime::store::{self, Location, OpenOptions, SqliteStore};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct MigrateArgs {
-    /// The store: a `postgres://` URL or a SQLite file (else `JADPO_DATABASE_URL`,
-    /// else `.jadpo/outbox.db`).
-    #[arg(long, value_name = "URL|PATH")]
-    db: Option<String>,
+    #[command(flatten)]
+    db: DbArg,
     /// Print the migrations' SQL instead of applying them.
     #[arg(long)]
     print: bool,
 }
 
 pub fn run(args: MigrateArgs) -> ExitCode {
-    let env = std::env::var(DATABASE_URL_ENV).ok();
-    let location = Location::choose(args.db.as_deref(), env.as_deref());
+    let location = match args.db.checked_location() {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
     if args.print {
         let sql = match &location {
             Location::Postgres(url) => match PgLocation::parse(url, None) {

@@ -5,7 +5,6 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::{retention, views};
 use std::process::ExitCode;
 
@@ -38,7 +37,7 @@ pub fn run(args: PruneArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let plan = retention::plan(SystemClock.now_ms(), args.older_than, args.include_failed);
+    let plan = retention::plan(crate::store::clock_for(&*store).now_ms(), args.older_than, args.include_failed);
     let counts = if args.dry_run { store.prune_preview(&plan) } else { retention::prune(store.as_ref(), &plan) };
     match counts {
         Ok(counts) => {

@@ -5,7 +5,7 @@
 use crate::args::{ProgramPaths, plural};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
-use jadpo_runtime::clock::{Clock, SystemClock};
+use jadpo_runtime::clock::Clock;
 use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// Most deliveries one claim takes (for benchmarks).
     #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
+    /// How often an idle claim loop looks for events other processes stored, in
+    /// milliseconds (for tests of the wake-ups that make polling a fallback).
+    #[arg(long, hide = true, value_name = "MS", default_value_t = config::DEFAULT_POLL_MS)]
+    poll_ms: u64,
 }
 
 /// The drivers for each connection: the fake driver where a `--fake` flag names it,
@@ -124,12 +128,14 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(s) => Arc::from(s),
         Err(code) => return code,
     };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    // The store's clock on PostgreSQL (every host alike), the host's on SQLite.
+    let clock: Arc<dyn Clock> = crate::store::clock_for(&*store);
     crate::logging::install(args.log_format);
     let config = RuntimeConfig {
         workers: usize::from(args.workers),
         batch: args.batch.clamp(1, config::MAX_BATCH),
         retain_ms: args.retain,
+        poll_ms: args.poll_ms.max(1),
         ..RuntimeConfig::default()
     };
     let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));

@@ -3,7 +3,6 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::clock::{Clock, SystemClock};
 use jadpo_runtime::views;
 use std::process::ExitCode;
 
@@ -20,7 +19,7 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let status = store.status(SystemClock.now_ms()).and_then(|mut s| {
+    let status = store.status(crate::store::clock_for(&*store).now_ms()).and_then(|mut s| {
         s.events = store.event_counts()?;
         Ok(s)
     });

@@ -11,6 +11,7 @@ mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
 mod operator_cli;
+mod pg_cluster;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::Env;
+use common::{Env, PgDb};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -115,47 +115,6 @@ fn store_listings_work_beside_a_writer_holding_the_lock() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "the listings waited on the lock");
     locker.execute_batch("ROLLBACK").expect("unlock");
-}
-
-/// A fresh PostgreSQL database for one test, dropped after; `None` (with a
-/// message) when no server answers outside CI.
-struct PgDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDb {
-    fn new() -> Option<PgDb> {
-        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
-            Ok(c) => c,
-            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
-            }
-            Err(e) => {
-                eprintln!(
-                    "skipped: needs PostgreSQL ({admin}: {e}); start it on 127.0.0.1:5432 with trust \
-                     authentication for user `postgres` and a database `test`, or set JADPO_TEST_POSTGRES_URL"
-                );
-                return None;
-            }
-        };
-        let name = format!("jadpoc_t_{}", std::process::id());
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
-        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
-        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(PgDb { url: format!("{base}/{name}"), admin, name })
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
 }
 
 #[test]

@@ -171,7 +171,7 @@ pub(super) fn count_outcome(tx: &mut Transaction<'_>, s: &str, r: &Recorded) -> 
 
 /// Release one held delivery as read: pending, due at once, its time held
 /// counted by the core's rule. Returns whether the row was as read and changed.
-fn release_one(
+pub(super) fn release_one(
     tx: &mut Transaction<'_>,
     s: &str,
     id: i64,

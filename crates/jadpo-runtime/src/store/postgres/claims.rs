@@ -12,7 +12,7 @@ use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
-fn read_rows(
+pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     s: &str,
     state: &str,
@@ -67,7 +67,7 @@ fn read_rows(
 /// The guard every claim statement ends with: the row is as the claim read it.
 const AS_SEEN: &str = "WHERE id = $1 AND state = $2 AND attempts = $3 AND due_at IS NOT DISTINCT FROM $4";
 
-fn apply(
+pub(super) fn apply(
     tx: &mut Transaction<'_>,
     s: &str,
     row: &ClaimRow,

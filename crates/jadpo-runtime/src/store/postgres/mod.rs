@@ -27,6 +27,7 @@ mod reads;
 mod retention;
 mod schedules;
 pub mod schema;
+pub mod sharing;
 
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
@@ -39,7 +40,8 @@ use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
 use connect::PgLocation;
 use postgres::Client;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Connections kept open for reuse; more are opened when more threads need one.
@@ -57,6 +59,8 @@ pub struct PgStore {
     pool: Mutex<Vec<Client>>,
     /// How long an unreachable server is tried again before an operation fails.
     reconnect_for: Duration,
+    /// Set when the store is dropped, to end its listening thread.
+    stop_listening: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -94,6 +98,7 @@ impl PgStore {
             location,
             pool: Mutex::new(Vec::new()),
             reconnect_for: options.lock_wait.min(RECONNECT_FOR),
+            stop_listening: Arc::new(AtomicBool::new(false)),
         };
         let mut client = store.fresh_client()?;
         match options.access {
@@ -162,6 +167,7 @@ impl PgStore {
 
 impl Drop for PgStore {
     fn drop(&mut self) {
+        self.stop_listening.store(true, Ordering::Relaxed);
         // Closing a connection blocks on the driver's own runtime, which must not
         // happen on a thread driving async tasks (the store may be dropped at the
         // end of `jadpoc run`'s async main): close them on a thread of their own.
@@ -310,4 +316,15 @@ impl Store for PgStore {
     fn event_counts(&self) -> Result<EventCounts, StoreError> {
         self.with_client(events::counts)
     }
+
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_client(|c, _| sharing::db_now_ms(c))
+    }
+
+    fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
+        sharing::listen(self.location.clone(), self.stop_listening.clone(), wake)
+    }
 }
+
+#[cfg(test)]
+mod tests;

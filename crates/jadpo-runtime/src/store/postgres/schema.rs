@@ -123,6 +123,19 @@ LANGUAGE sql VOLATILE AS $emit$
     RETURNING id
 $emit$;
 "#,
+    r#"
+-- Any insert into the events table (jadpoc's, or the application's own in SQL)
+-- wakes the running processes listening on the channel `SCHEMA.events`; a
+-- notification is sent when its transaction commits, and never if it rolls back.
+CREATE FUNCTION {s}.notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify(TG_TABLE_SCHEMA || '.events', '');
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER events_notify AFTER INSERT ON {s}.events
+    FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_events();
+"#,
 ];
 
 /// The newest schema version this build knows.

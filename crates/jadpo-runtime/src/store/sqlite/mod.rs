@@ -22,6 +22,7 @@ mod reads;
 mod retention;
 mod schedules;
 mod schema;
+mod sharing;
 
 pub use schema::APPLICATION_ID;
 
@@ -357,6 +358,14 @@ impl Store for SqliteStore {
     fn event_counts(&self) -> Result<EventCounts, StoreError> {
         let states = self.has_event_states();
         self.with_retry(|conn| events::counts(conn, states))
+    }
+
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        sharing::db_now_ms()
+    }
+
+    fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
+        sharing::listen(wake)
     }
 }
 

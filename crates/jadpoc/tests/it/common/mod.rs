@@ -164,3 +164,63 @@ pub fn stop(run: Running) -> String {
 pub fn state(d: &Value) -> &str {
     d["state"].as_str().unwrap_or("")
 }
+
+/// A fresh PostgreSQL database for one test, dropped after; `None` (with a
+/// message) when no server answers outside CI.
+pub struct PgDb {
+    admin: String,
+    name: String,
+    pub url: String,
+    /// Held while the test uses the server, so that a test restarting it waits.
+    _shared: Option<std::sync::RwLockReadGuard<'static, ()>>,
+}
+
+/// Taken for writing by the one test that restarts the server, for the restart
+/// only; every other PostgreSQL test holds it for reading.
+pub static PG_RESTART: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+impl PgDb {
+    pub fn new() -> Option<PgDb> {
+        PgDb::create(Some(PG_RESTART.read().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    /// As [`PgDb::new`], for the test that restarts the server (taking
+    /// [`PG_RESTART`] for writing meanwhile).
+    pub fn restarting() -> Option<PgDb> {
+        PgDb::create(None)
+    }
+
+    fn create(shared: Option<std::sync::RwLockReadGuard<'static, ()>>) -> Option<PgDb> {
+        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
+        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
+            Ok(c) => c,
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
+            }
+            Err(e) => {
+                eprintln!(
+                    "skipped: needs PostgreSQL ({admin}: {e}); start it on 127.0.0.1:5432 with trust \
+                     authentication for user `postgres` and a database `test`, or set JADPO_TEST_POSTGRES_URL"
+                );
+                return None;
+            }
+        };
+        // Tests run at once in one process: each has a database of its own.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("jadpoc_t_{}_{n}", std::process::id());
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
+        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
+        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+        Some(PgDb { url: format!("{base}/{name}"), admin, name, _shared: shared })
+    }
+}
+
+impl Drop for PgDb {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
