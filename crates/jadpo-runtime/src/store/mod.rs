@@ -10,9 +10,11 @@
 
 mod columns;
 pub mod postgres;
+mod raise;
 mod sqlite;
 
 pub use postgres::PgStore;
+pub use raise::{EndedDelivery, NoRaise, Raise};
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
 use crate::rules::breaker::BreakerRow;
@@ -595,4 +597,35 @@ pub trait Store: Send + Sync {
 
     /// When the sweep next has work, if it has any.
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    /// As [`Store::claim`]; a delivery given up at the claim stores
+    /// `raise.delivery_ended`'s events once its statement matched.
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError>;
+
+    /// As [`Store::record`]; `raised[i]` (if any) is stored with `outcomes[i]` only
+    /// if that outcome is written, and a breaker that closes stores
+    /// `raise.connection_recovered`'s events.
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError>;
+
+    /// As [`Store::sweep_breakers`]; an alert this sweep raises stores
+    /// `raise.connection_unavailable`'s events.
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError>;
 }

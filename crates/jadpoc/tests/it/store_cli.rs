@@ -119,14 +119,16 @@ fn store_listings_work_beside_a_writer_holding_the_lock() {
 
 /// A fresh PostgreSQL database for one test, dropped after; `None` (with a
 /// message) when no server answers outside CI.
-struct PgDb {
+pub(crate) struct PgDb {
     admin: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl PgDb {
-    fn new() -> Option<PgDb> {
+    pub(crate) fn new() -> Option<PgDb> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
         let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
         let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
@@ -142,7 +144,8 @@ impl PgDb {
                 return None;
             }
         };
-        let name = format!("jadpoc_t_{}", std::process::id());
+        // One database per test: the tests of this binary run at once.
+        let name = format!("jadpoc_t_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
         c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
         let (base, _) = admin.rsplit_once('/').expect("a URL with a database");

@@ -17,6 +17,7 @@
 //! [`reads`], [`schedules`].
 
 mod breakers;
+mod builtin;
 mod claims;
 pub mod connect;
 mod outcomes;
@@ -27,7 +28,7 @@ pub mod schema;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
+    DeliveryFilter, DeliveryView, NewEvent, NoRaise, OpenOptions, Raise, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
     StoreError,
 };
 use crate::rules::Failure;
@@ -188,14 +189,14 @@ impl Store for PgStore {
         limit: usize,
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     ) -> Result<ClaimReport, StoreError> {
-        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide))
+        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide, &NoRaise))
     }
 
     fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_client(|c, s| outcomes::record(c, s, outcomes))
+        self.with_client(|c, s| outcomes::record(c, s, outcomes, &[], &NoRaise))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -245,10 +246,43 @@ impl Store for PgStore {
     }
 
     fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
-        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until))
+        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until, &NoRaise))
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
+    }
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide, raise))
+    }
+
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_client(|c, s| outcomes::record(c, s, outcomes, raised, raise))
+    }
+
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until, raise))
     }
 }

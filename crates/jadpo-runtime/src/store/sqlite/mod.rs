@@ -12,6 +12,7 @@
 //! correct where nothing serializes them (see ARCHITECTURE.md).
 
 mod breakers;
+mod builtin;
 mod busy;
 mod claims;
 mod outcomes;
@@ -24,8 +25,8 @@ pub use schema::APPLICATION_ID;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError,
+    DeliveryFilter, DeliveryView, NewEvent, NoRaise, OpenOptions, Raise, Recorded, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError,
 };
 use crate::rules::Failure;
 use rusqlite::{Connection, OpenFlags};
@@ -217,14 +218,14 @@ impl Store for SqliteStore {
         limit: usize,
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     ) -> Result<ClaimReport, StoreError> {
-        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide))
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, &NoRaise))
     }
 
     fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_retry(|conn| outcomes::record(conn, outcomes))
+        self.with_retry(|conn| outcomes::record(conn, outcomes, &[], &NoRaise))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -276,11 +277,44 @@ impl Store for SqliteStore {
     }
 
     fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
-        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until))
+        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, &NoRaise))
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
+    }
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
+    }
+
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
+    }
+
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, raise))
     }
 }
 
