@@ -130,8 +130,8 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
 
 /// Parse and check a payload for the event named `name`, and make the event to
 /// store with one delivery per subscriber of it. A producer's entry point: one of
-/// jadpo's own events is refused (only the runtime raises those; a test may emit
-/// one through [`new_event_from_value`]).
+/// jadpo's own events is refused (only the runtime raises those, through
+/// [`new_event_from_value`]).
 pub fn new_event(program: &Program, name: &str, json: &str) -> Result<NewEvent, PayloadError> {
     if is_builtin_event(name) {
         return Err(PayloadError::BuiltinEvent(name.to_string()));

@@ -168,27 +168,32 @@ impl Runtime {
         let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
         let raiser = Raiser { program: &self.program };
-        let claimed = self.store.claim_raising(now_ms, limit, &mut |c| {
-            let decision = self.decide_claim(c, now_ms);
-            let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
-            if next.is_some() {
-                // The probe: the store's row decides it, conditionally.
-                return (decision, next);
-            }
-            match self.breakers.gate(&c.connection, &c.breaker, &decision) {
-                Gate::Run => {
-                    if matches!(decision, ClaimDecision::Run { .. }) {
-                        *let_through.entry(c.connection.clone()).or_default() += 1;
+        let claimed = self.store.claim_raising(
+            now_ms,
+            limit,
+            &mut |c| {
+                let decision = self.decide_claim(c, now_ms);
+                let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+                if next.is_some() {
+                    // The probe: the store's row decides it, conditionally.
+                    return (decision, next);
+                }
+                match self.breakers.gate(&c.connection, &c.breaker, &decision) {
+                    Gate::Run => {
+                        if matches!(decision, ClaimDecision::Run { .. }) {
+                            *let_through.entry(c.connection.clone()).or_default() += 1;
+                        }
+                        (decision, None)
                     }
-                    (decision, None)
+                    Gate::Hold => (decision.held(), None),
+                    Gate::Wait => {
+                        waiting += 1;
+                        (ClaimDecision::Skip, None)
+                    }
                 }
-                Gate::Hold => (decision.held(), None),
-                Gate::Wait => {
-                    waiting += 1;
-                    (ClaimDecision::Skip, None)
-                }
-            }
-        }, &raiser);
+            },
+            &raiser,
+        );
         let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
         for c in started {
             if let Some(n) = let_through.get_mut(&c.connection) {

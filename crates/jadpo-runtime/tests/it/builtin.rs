@@ -19,7 +19,10 @@ use std::sync::Arc;
 const PROGRAM: &str = r#"
 event Paid { id: string }
 
-connection c { url: "http://127.0.0.1:9/x" }
+connection c {
+    url: "http://127.0.0.1:9/x"
+    max_in_flight: 8
+}
 connection pager { url: "http://127.0.0.1:9/pager" }
 
 action record(id: string) { via: c }
@@ -66,14 +69,8 @@ fn program() -> Arc<Program> {
 fn runtime(f: &dyn Fixture) -> (Runtime, Arc<dyn Store>) {
     let store: Arc<dyn Store> = Arc::from(f.open());
     let clock = Arc::new(VirtualClock::new(T0));
-    let rt = Runtime::new(
-        program(),
-        store.clone(),
-        clock,
-        Vec::new(),
-        RandomSource::from_seed(1),
-        RuntimeConfig::default(),
-    );
+    let rt =
+        Runtime::new(program(), store.clone(), clock, Vec::new(), RandomSource::from_seed(1), RuntimeConfig::default());
     (rt, store)
 }
 
@@ -197,7 +194,13 @@ fn an_alert_that_fails_raises_nothing_about_itself(f: &dyn Fixture) {
     });
     assert_eq!((of(&*store, "on_failed").len(), of(&*store, "on_parked").len()), (1, 1));
     // Both alerts fail: one refused, one with its outcome unknown.
-    step(&rt, T0 + 2, &|c| if c.subscriber == "on_failed" { rejected() } else { Outcome::fail(FailureKind::OutcomeUnknown, "transport.reset") });
+    step(&rt, T0 + 2, &|c| {
+        if c.subscriber == "on_failed" {
+            rejected()
+        } else {
+            Outcome::fail(FailureKind::OutcomeUnknown, "transport.reset")
+        }
+    });
     assert_eq!(of(&*store, "on_failed")[0].state, DeliveryState::Failed);
     assert_eq!(of(&*store, "on_parked")[0].state, DeliveryState::Parked);
     assert_eq!((of(&*store, "on_failed").len(), of(&*store, "on_parked").len()), (1, 1));

@@ -96,7 +96,8 @@ fn assert_one_page_each(list: &[Value], payloads: &[(i64, Value)]) {
             "code": "fake.rejected",
             "attempts": 1,
         });
-        let found: Vec<&Value> = payloads.iter().map(|(_, p)| p).filter(|p| p["delivery"] == expected["delivery"]).collect();
+        let found: Vec<&Value> =
+            payloads.iter().map(|(_, p)| p).filter(|p| p["delivery"] == expected["delivery"]).collect();
         assert_eq!(found, vec![&expected]);
     }
     // Every page is a delivery of one of those events.
@@ -109,7 +110,8 @@ fn builtin_each_failed_delivery_pages_once_on_sqlite() {
     let e = Env::new("outbox.db", program);
     let list = fail_and_page(&e, 1);
     let raw = rusqlite::Connection::open(&e.db).expect("open");
-    let mut stmt = raw.prepare("SELECT id, payload FROM jadpo_events WHERE name = 'jadpo.delivery_failed'").expect("query");
+    let mut stmt =
+        raw.prepare("SELECT id, payload FROM jadpo_events WHERE name = 'jadpo.delivery_failed'").expect("query");
     let payloads: Vec<(i64, Value)> = stmt
         .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
         .expect("rows")

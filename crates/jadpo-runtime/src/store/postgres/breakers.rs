@@ -244,7 +244,8 @@ pub(super) fn sweep(
             let raised = breaker::alert_raised(&row);
             if write_breaker(&mut tx, s, &connection, Some(&row), &raised, now_ms)? {
                 let held = held_by_outage(&mut tx, s, &connection, now_ms)?;
-                let alert = BreakerAlert { connection: connection.clone(), since_ms: row.opened_at_ms.unwrap_or(now_ms), held };
+                let alert =
+                    BreakerAlert { connection: connection.clone(), since_ms: row.opened_at_ms.unwrap_or(now_ms), held };
                 alerted(&mut tx, s, raise, &alert, now_ms)?;
                 sweep.alerts.push(alert);
                 row = raised;

@@ -2,8 +2,8 @@
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
 
-use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::super::Raise;
+use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::insert_attempt;

@@ -28,8 +28,8 @@ pub mod schema;
 use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, NewEvent, NoRaise, OpenOptions, Raise, Recorded, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError,
+    DeliveryFilter, DeliveryView, NewEvent, NoRaise, OpenOptions, Raise, Recorded, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError,
 };
 use crate::rules::Failure;
 use connect::PgLocation;

@@ -1,8 +1,8 @@
 //! Writes that are not claims: emitted events, attempts' outcomes (with the
 //! breaker's count), and operator retries.
 
-use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::super::Raise;
+use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{count_outcome, release_held};
 use super::builtin::{insert_events, recovered};
 use super::{StoreError, col, pg_error, q, state_of, u32_of};

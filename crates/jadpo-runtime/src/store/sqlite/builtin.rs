@@ -49,7 +49,12 @@ pub(super) fn given_up(
 }
 
 /// An outage's alert was written on its breaker: store what that raises.
-pub(super) fn alerted(tx: &Transaction<'_>, raise: &dyn Raise, alert: &BreakerAlert, now_ms: i64) -> Result<(), StoreError> {
+pub(super) fn alerted(
+    tx: &Transaction<'_>,
+    raise: &dyn Raise,
+    alert: &BreakerAlert,
+    now_ms: i64,
+) -> Result<(), StoreError> {
     insert_events(tx, &raise.connection_unavailable(alert), now_ms).map(drop)
 }
 

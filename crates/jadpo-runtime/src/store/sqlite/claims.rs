@@ -1,8 +1,8 @@
 //! Claims: due deliveries read in due order, the core deciding each, and every
 //! change one statement conditional on the row being as it was read.
 
-use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::super::Raise;
+use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{insert_attempt, reason_of};

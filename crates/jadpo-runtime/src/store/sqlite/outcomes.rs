@@ -1,10 +1,10 @@
 //! Writes that are not claims: emitted events, attempts' outcomes (with the
 //! breaker's count), and operator retries.
 
+use super::super::Raise;
 use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
-use super::super::Raise;
 use super::{StoreError, state_of, u32_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
 use crate::rules::{self, Decision, Failure, Record};
