@@ -13,6 +13,15 @@ use std::borrow::Cow;
 /// The prefix of every built-in event's name.
 pub const PREFIX: &str = "jadpo.";
 
+/// A delivery ended `failed`.
+pub const DELIVERY_FAILED: &str = "jadpo.delivery_failed";
+/// A delivery was parked.
+pub const DELIVERY_PARKED: &str = "jadpo.delivery_parked";
+/// A connection's outage was noticed (once per outage).
+pub const CONNECTION_UNAVAILABLE: &str = "jadpo.connection_unavailable";
+/// A connection's breaker closed again.
+pub const CONNECTION_RECOVERED: &str = "jadpo.connection_recovered";
+
 /// A built-in event: its name and fields (name, type, optional).
 #[derive(Debug, Clone, Copy)]
 pub struct BuiltinEvent {
@@ -35,17 +44,17 @@ const DELIVERY_FIELDS: &[(&str, BaseType, bool)] = &[
 /// Every built-in event.
 pub const BUILTIN_EVENTS: &[BuiltinEvent] = &[
     BuiltinEvent {
-        name: "jadpo.delivery_failed",
+        name: DELIVERY_FAILED,
         fields: DELIVERY_FIELDS,
         summary: "a delivery ended `failed`: its budget is spent, its window passed, or its failure is not retried",
     },
     BuiltinEvent {
-        name: "jadpo.delivery_parked",
+        name: DELIVERY_PARKED,
         fields: DELIVERY_FIELDS,
         summary: "a delivery was parked: its outcome is unknown and its action is not idempotent",
     },
     BuiltinEvent {
-        name: "jadpo.connection_unavailable",
+        name: CONNECTION_UNAVAILABLE,
         fields: &[
             ("connection", BaseType::String, false),
             ("since", BaseType::Time, false),
@@ -54,7 +63,7 @@ pub const BUILTIN_EVENTS: &[BuiltinEvent] = &[
         summary: "a connection's breaker opened: deliveries through it are held",
     },
     BuiltinEvent {
-        name: "jadpo.connection_recovered",
+        name: CONNECTION_RECOVERED,
         fields: &[("connection", BaseType::String, false), ("outage_ms", BaseType::Int, false)],
         summary: "a connection's breaker closed again after an outage of `outage_ms` milliseconds",
     },

@@ -171,7 +171,7 @@ runtime_codes! {
         "`jadpoc run` was stopping (SIGINT or SIGTERM) when the event arrived. It was not stored: send it again to a running process.";
     IngestUnknownEvent = "ingest.unknown_event", Ingest(404),
         "the program declares no event of that name",
-        "The `NAME` of `/events/NAME` is not a declared event; the message suggests the closest one.";
+        "The `NAME` of `/events/NAME` is not a declared event; the message suggests the closest one. One of jadpo's own events (`jadpo.*`) is refused too: only the runtime raises those.";
     IngestNotJson = "ingest.not_json", Ingest(422),
         "the body is not JSON (or not UTF-8)",
         "The payload must be one JSON object in UTF-8.";

@@ -1,5 +1,7 @@
 //! The jadpo outbox runtime.
 //!
+//! - [`builtin`]: jadpo's own events (`jadpo.delivery_failed`, ...) as the runtime
+//!   raises them, with the loop guard.
 //! - [`breaker_view`]: the in-process view of the breakers, moved as soon as an
 //!   outcome is known.
 //! - [`codes`]: the registry of runtime codes (attempt failures, ingest refusals).
@@ -21,6 +23,7 @@
 //! - [`events`]: the run's log events.
 
 pub mod breaker_view;
+pub mod builtin;
 pub mod clock;
 pub mod codes;
 pub mod config;

@@ -3,6 +3,7 @@
 
 use crate::codes::RuntimeCode;
 use crate::store::{NewDelivery, NewEvent};
+use jadpo_check::builtin::is_builtin_event;
 use jadpo_check::program::{Arg, BaseType, Call, Event, Literal, Program};
 use serde_json::{Map, Value};
 
@@ -12,6 +13,9 @@ pub enum PayloadError {
     /// No event of that name is declared.
     #[error("no event `{0}` is declared")]
     UnknownEvent(String),
+    /// One of jadpo's own events, which only the runtime raises.
+    #[error("`{0}` is one of jadpo's own events: only the runtime raises it")]
+    BuiltinEvent(String),
     /// The body is not JSON.
     #[error("the payload is not JSON: {0}")]
     NotJson(String),
@@ -63,7 +67,7 @@ impl PayloadError {
     /// The code's registry entry.
     pub fn registered(&self) -> RuntimeCode {
         match self {
-            PayloadError::UnknownEvent(_) => RuntimeCode::IngestUnknownEvent,
+            PayloadError::UnknownEvent(_) | PayloadError::BuiltinEvent(_) => RuntimeCode::IngestUnknownEvent,
             PayloadError::NotJson(_) => RuntimeCode::IngestNotJson,
             PayloadError::NotAnObject => RuntimeCode::IngestNotAnObject,
             PayloadError::UnknownField { .. } => RuntimeCode::IngestUnknownField,
@@ -125,8 +129,13 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
 }
 
 /// Parse and check a payload for the event named `name`, and make the event to
-/// store with one delivery per subscriber of it.
+/// store with one delivery per subscriber of it. A producer's entry point: one of
+/// jadpo's own events is refused (only the runtime raises those, through
+/// [`new_event_from_value`]).
 pub fn new_event(program: &Program, name: &str, json: &str) -> Result<NewEvent, PayloadError> {
+    if is_builtin_event(name) {
+        return Err(PayloadError::BuiltinEvent(name.to_string()));
+    }
     let value: Value = serde_json::from_str(json).map_err(|e| PayloadError::NotJson(e.to_string()))?;
     new_event_from_value(program, name, &value)
 }

@@ -8,6 +8,7 @@
 //! ([`crate::drive::scenario`]).
 
 use crate::breaker_view::{BreakerView, Gate};
+use crate::builtin::{self, Raiser};
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
@@ -16,10 +17,12 @@ use crate::events;
 use crate::payload::{call_args, new_event};
 use crate::rng::RandomSource;
 use crate::rules::breaker;
-use crate::rules::{self, ClaimDecision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim};
+use crate::rules::{
+    self, ClaimDecision, Decision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
+};
 use crate::store::{
-    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, ExpandReport, Expansion, Recorded, ScheduleSpec, Store,
-    StoreError, UnexpandedEvent,
+    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport, Expansion, NewEvent, Recorded,
+    ScheduleSpec, Store, StoreError, UnexpandedEvent,
 };
 use jadpo_check::program::{FailureKind, Program};
 use serde_json::Value;
@@ -47,6 +50,9 @@ pub struct Done {
     /// When the attempt's lease ends: an outcome not written by then is dropped
     /// (another claim may take the delivery back, and the lease is its record).
     pub lease_until_ms: Option<i64>,
+    /// jadpo's own events the outcome raises (the delivery failed or parked),
+    /// stored with it only if it is written.
+    pub raises: Vec<NewEvent>,
 }
 
 /// A call ready to be made: its driver, its request and when its run's time limit
@@ -164,27 +170,33 @@ impl Runtime {
         // Runs let through, by connection, to give back those that did not start.
         let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
-        let claimed = self.store.claim(now_ms, limit, &mut |c| {
-            let decision = self.decide_claim(c, now_ms);
-            let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
-            if next.is_some() {
-                // The probe: the store's row decides it, conditionally.
-                return (decision, next);
-            }
-            match self.breakers.gate(&c.connection, &c.breaker, &decision) {
-                Gate::Run => {
-                    if matches!(decision, ClaimDecision::Run { .. }) {
-                        *let_through.entry(c.connection.clone()).or_default() += 1;
+        let raiser = Raiser { program: &self.program };
+        let claimed = self.store.claim_raising(
+            now_ms,
+            limit,
+            &mut |c| {
+                let decision = self.decide_claim(c, now_ms);
+                let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+                if next.is_some() {
+                    // The probe: the store's row decides it, conditionally.
+                    return (decision, next);
+                }
+                match self.breakers.gate(&c.connection, &c.breaker, &decision) {
+                    Gate::Run => {
+                        if matches!(decision, ClaimDecision::Run { .. }) {
+                            *let_through.entry(c.connection.clone()).or_default() += 1;
+                        }
+                        (decision, None)
                     }
-                    (decision, None)
+                    Gate::Hold => (decision.held(), None),
+                    Gate::Wait => {
+                        waiting += 1;
+                        (ClaimDecision::Skip, None)
+                    }
                 }
-                Gate::Hold => (decision.held(), None),
-                Gate::Wait => {
-                    waiting += 1;
-                    (ClaimDecision::Skip, None)
-                }
-            }
-        });
+            },
+            &raiser,
+        );
         let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
         for c in started {
             if let Some(n) = let_through.get_mut(&c.connection) {
@@ -197,6 +209,10 @@ impl Runtime {
         let report = claimed?;
         for (id, subscriber, decision) in &report.ended {
             events::ended_at_claim(now_ms, *id, subscriber, decision);
+        }
+        if report.ended.iter().any(|(_, _, d)| matches!(d, ClaimDecision::GiveUp { .. })) {
+            // A delivery given up may have raised events whose deliveries are due now.
+            self.wake.notify_waiters();
         }
         Ok(DueClaim { report, waiting })
     }
@@ -240,7 +256,23 @@ impl Runtime {
             // A claim may have left deliveries for this connection's free slot.
             self.wake.notify_waiters();
         }
+        let raises = match &decision {
+            Decision::Failed { failure, .. } | Decision::Parked { failure } => {
+                let ended = EndedDelivery {
+                    id: c.id,
+                    event_id: c.event_id,
+                    event: &c.event,
+                    subscriber: &c.subscriber,
+                    parked: matches!(decision, Decision::Parked { .. }),
+                    failure,
+                    attempts: c.attempt,
+                };
+                builtin::delivery_ended(&self.program, &ended)
+            }
+            Decision::Succeeded | Decision::Retry { .. } => Vec::new(),
+        };
         Done {
+            raises,
             recorded: Recorded {
                 id: c.id,
                 connection: c.connection.clone(),
@@ -260,13 +292,18 @@ impl Runtime {
     /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
-        let written = self.store.record(&records);
+        let raised: Vec<Vec<NewEvent>> = done.iter().map(|d| d.raises.clone()).collect();
+        let written = self.store.record_raising(&records, &raised, &Raiser { program: &self.program });
         // Recorded or not (a delivery not written comes back at its lease's end),
         // the store's row speaks for these outcomes from now on.
         for r in &records {
             self.breakers.recorded(&r.connection, r.id);
         }
         let written = written?;
+        if written.iter().filter_map(|&i| done.get(i)).any(|d| !d.raises.is_empty()) {
+            // The events it raised have deliveries due now.
+            self.wake.notify_waiters();
+        }
         for d in written.iter().filter_map(|&i| done.get(i)) {
             let r = &d.recorded;
             let duration_ms = r.ended_at_ms - r.started_at_ms;
@@ -280,10 +317,10 @@ impl Runtime {
     /// due (the caller runs them).
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
         let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
-        let sweep = self.store.sweep_breakers(now_ms, &lease_until)?;
+        let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
         sweep.alerts.iter().for_each(events::alert);
-        if !sweep.woken.is_empty() || sweep.released > 0 {
-            // A woken probe or released deliveries are due now.
+        if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
+            // A woken probe, released deliveries or an alert's events are due now.
             self.wake.notify_waiters();
         }
         if self.schedules.is_empty() {

@@ -10,9 +10,11 @@
 
 mod columns;
 pub mod postgres;
+mod raise;
 mod sqlite;
 
 pub use postgres::PgStore;
+pub use raise::{EndedDelivery, NoRaise, Raise};
 pub use sqlite::{APPLICATION_ID, SqliteStore};
 
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -696,21 +698,26 @@ pub trait Store: Send + Sync {
     /// Claim up to `limit` due deliveries (pending and due, or running with an
     /// ended lease). For each, `decide` (the core) says what the claim does; every
     /// change is conditional on the row being as it was read, so two processes
-    /// never take one delivery.
+    /// never take one delivery. (As [`Store::claim_raising`], raising nothing.)
     fn claim(
         &self,
         now_ms: i64,
         limit: usize,
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-    ) -> Result<ClaimReport, StoreError>;
+    ) -> Result<ClaimReport, StoreError> {
+        self.claim_raising(now_ms, limit, decide, &NoRaise)
+    }
 
     /// Record attempts' outcomes and decisions in one transaction, each with its
     /// attempt row (and a handled record on success), and count each outcome for
     /// its connection's breaker (the core's [`crate::rules::breaker::after_attempt`]);
     /// a breaker that closes releases its held deliveries, due at once. Returns the
     /// indices, in `outcomes`, of those still owned by their attempt and written (an
-    /// outcome whose lease another claim took is skipped).
-    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError>;
+    /// outcome whose lease another claim took is skipped). (As
+    /// [`Store::record_raising`], raising nothing.)
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+        self.record_raising(outcomes, &[], &NoRaise)
+    }
 
     /// The earliest time a delivery becomes claimable, if any is waiting.
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError>;
@@ -756,8 +763,11 @@ pub trait Store: Send + Sync {
     /// The tick's sweep of the breakers at `now_ms`: raise each outage's alert
     /// once, wake the delivery held longest to be the probe once a pause has
     /// passed (`lease_until` gives a subscriber's lease taken now), and release
-    /// deliveries whose breaker has closed.
-    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError>;
+    /// deliveries whose breaker has closed. (As [`Store::sweep_breakers_raising`],
+    /// raising nothing.)
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
+        self.sweep_breakers_raising(now_ms, lease_until, &NoRaise)
+    }
 
     /// When the sweep next has work, if it has any.
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
@@ -830,6 +840,37 @@ pub trait Store: Send + Sync {
     /// again after a reconnect, calling `wake` then too). Returns whether the store
     /// can; one that cannot (SQLite) leaves other processes' events to polling.
     fn listen(&self, wake: Waker) -> Result<bool, StoreError>;
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    /// As [`Store::claim`]; a delivery given up at the claim stores
+    /// `raise.delivery_ended`'s events once its statement matched.
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError>;
+
+    /// As [`Store::record`]; `raised[i]` (if any) is stored with `outcomes[i]` only
+    /// if that outcome is written, and a breaker that closes stores
+    /// `raise.connection_recovered`'s events.
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError>;
+
+    /// As [`Store::sweep_breakers`]; an alert this sweep raises stores
+    /// `raise.connection_unavailable`'s events.
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError>;
 }
 
 /// What [`Store::listen`] calls when an event was stored.

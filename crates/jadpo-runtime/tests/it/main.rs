@@ -2,6 +2,7 @@
 //! linking happens once.
 
 mod breakers;
+mod builtin;
 mod common;
 mod events;
 mod http_driver;

@@ -3,6 +3,7 @@
 
 use crate::args::plural;
 use crate::store::{DbArg, Open, open_store};
+use jadpo_check::builtin::PREFIX;
 use jadpo_check::program::Program;
 use jadpo_runtime::payload::{PayloadError, new_event};
 use jadpo_runtime::store::NewEvent;
@@ -38,6 +39,12 @@ fn is_name(s: &str) -> bool {
 
 pub fn run(args: EmitArgs) -> ExitCode {
     let mut words = args.args.clone();
+    // The event's name is one of the last two words; one of jadpo's own is the
+    // runtime's to raise.
+    if let Some(builtin) = words.iter().rev().take(2).find(|w| w.strip_prefix(PREFIX).is_some_and(is_name)) {
+        eprintln!("jadpoc: refused: {}", PayloadError::BuiltinEvent(builtin.clone()));
+        return ExitCode::from(1);
+    }
     // The last word is the payload unless it is a name; with one word, it is the
     // event's name.
     let json = if words.len() > 1 && words.last().is_some_and(|w| !is_name(w)) { words.pop() } else { None };

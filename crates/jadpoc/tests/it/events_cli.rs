@@ -6,7 +6,7 @@
 use crate::common;
 use crate::http_server::{Provider, Reply};
 
-use common::{Env, state};
+use common::{Env, PgDb, state};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -162,47 +162,9 @@ fn events_cli_list_show_and_replay_on_sqlite() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`--since yesterday` is not a time"));
 }
 
-/// A fresh PostgreSQL database for one test, dropped after; `None` (with a
-/// message) when no server answers outside CI.
-struct PgDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDb {
-    fn new(tag: &str) -> Option<PgDb> {
-        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
-            Ok(c) => c,
-            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: needs PostgreSQL ({admin}: {e}); or set JADPO_TEST_POSTGRES_URL");
-                return None;
-            }
-        };
-        let name = format!("jadpoc_ev_{tag}_{}", std::process::id());
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
-        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
-        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(PgDb { url: format!("{base}/{name}"), admin, name })
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
-}
-
 #[test]
 fn events_cli_sql_emit_in_the_applications_transaction_on_postgres() {
-    let Some(pg) = PgDb::new("sql") else { return };
+    let Some(pg) = PgDb::new() else { return };
     let mut e = Env::new("unused.db", |dir| program_at(dir, "http://127.0.0.1:9/x"));
     e.db = PathBuf::from(&pg.url);
     let out = e.jadpoc(&["migrate", "--db", e.db()]);

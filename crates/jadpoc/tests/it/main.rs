@@ -1,6 +1,7 @@
 //! The crate's integration tests, one binary: each file below is a module, so
 //! linking happens once.
 
+mod builtin_e2e;
 mod check_cli;
 mod cli;
 mod common;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Env, state};
+use common::{Env, PgDb, state};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,48 +39,10 @@ subscriber rec {
     path
 }
 
-/// A fresh PostgreSQL database for one test, dropped after; `None` (with a
-/// message) when no server answers outside CI.
-struct PgDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDb {
-    fn new(tag: &str) -> Option<PgDb> {
-        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
-            Ok(c) => c,
-            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: needs PostgreSQL ({admin}: {e})");
-                return None;
-            }
-        };
-        let name = format!("jadpoc_ops_{tag}_{}", std::process::id());
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
-        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
-        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(PgDb { url: format!("{base}/{name}"), admin, name })
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
-}
-
 /// Runs `f` on a SQLite store, then on a PostgreSQL one when a server answers.
-fn on_both_stores(tag: &str, f: impl Fn(&Env)) {
+fn on_both_stores(f: impl Fn(&Env)) {
     f(&Env::new("outbox.db", program));
-    if let Some(pg) = PgDb::new(tag) {
+    if let Some(pg) = PgDb::new() {
         let mut e = Env::new("unused.db", program);
         e.db = PathBuf::from(&pg.url);
         f(&e);
@@ -113,7 +75,7 @@ fn wait_for(e: &Env, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> 
 
 #[test]
 fn operator_a_paused_connection_is_never_called_until_resumed() {
-    on_both_stores("pause", |e| {
+    on_both_stores(|e| {
         emit(e, 3);
         let paused = e.json(&["breakers", "pause", "c", "--reason", "provider maintenance", "--by", "alice"]);
         assert_eq!(paused["paused"]["by"], "alice");
@@ -142,7 +104,7 @@ fn operator_a_paused_connection_is_never_called_until_resumed() {
 
 #[test]
 fn operator_an_unknown_connection_is_refused_and_a_declared_one_can_be_paused_before_use() {
-    on_both_stores("unknown", |e| {
+    on_both_stores(|e| {
         emit(e, 1);
         let out = e.jadpoc(&["breakers", "pause", "nope", "--db", e.db()]);
         assert_eq!(out.status.code(), Some(2));
@@ -164,7 +126,7 @@ fn operator_an_unknown_connection_is_refused_and_a_declared_one_can_be_paused_be
 
 #[test]
 fn operator_prune_deletes_final_deliveries_and_keeps_the_rest() {
-    on_both_stores("prune", |e| {
+    on_both_stores(|e| {
         emit(e, 3);
         let (list, _) = e.run_until_with(&["--fake", "c=ok"], &[], |l| l.iter().all(|d| state(d) == "succeeded"));
         assert_eq!(list.len(), 3);

@@ -56,6 +56,16 @@ fn the_scenario_suite_passes_under_many_seeds() {
 }
 
 #[test]
+fn the_builtin_event_scenarios_pass() {
+    let out = jadpoc_test(&["tests/scenarios_builtin/", "--seeds", "5"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let n = count_tests("tests/scenarios_builtin");
+    assert!(n >= 7, "the suite has {n} tests");
+    assert!(text.ends_with(&format!("{n} passed, 0 failed\n")), "{text}");
+}
+
+#[test]
 fn the_examples_tests_pass() {
     for path in ["examples/", "tests/check/clean_tests.jadpo"] {
         let out = jadpoc_test(&[path]);

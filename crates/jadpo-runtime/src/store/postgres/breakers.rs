@@ -1,7 +1,8 @@
 //! Breaker rows, shared by every process: each change one guarded statement; an
 //! outcome's count that loses a race is read again and counted again.
 
-use super::super::{BreakerAlert, BreakerSweep, BreakerView, Recorded};
+use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise, Recorded};
+use super::builtin::alerted;
 use super::{StoreError, col, pg_error, q, u32_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow, Pause};
 use crate::rules::{self, hold};
@@ -154,16 +155,20 @@ pub(super) fn write_breaker(
 /// Count a written outcome for its connection's breaker (the core's
 /// `after_attempt`), reading the row again whenever another process changed it
 /// first. Returns what the count did.
-pub(super) fn count_outcome(tx: &mut Transaction<'_>, s: &str, r: &Recorded) -> Result<AfterAttempt, StoreError> {
+pub(super) fn count_outcome(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    r: &Recorded,
+) -> Result<(AfterAttempt, Option<i64>), StoreError> {
     for _ in 0..COUNT_TRIES {
         let current = read_breaker(tx, s, &r.connection)?;
         let old = current.clone().unwrap_or_default();
         let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
         if next == old {
-            return Ok(AfterAttempt::Nothing);
+            return Ok((AfterAttempt::Nothing, old.opened_at_ms));
         }
         if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
-            return Ok(what);
+            return Ok((what, old.opened_at_ms));
         }
     }
     Err(StoreError::Postgres(format!("the breaker of `{}` kept changing under this outcome's count", r.connection)))
@@ -257,6 +262,7 @@ pub(super) fn sweep(
     s: &str,
     now_ms: i64,
     lease_until: &dyn Fn(&str) -> i64,
+    raise: &dyn Raise,
 ) -> Result<BreakerSweep, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     super::pauses::end_pauses(&mut tx, s, now_ms)?;
@@ -275,11 +281,10 @@ pub(super) fn sweep(
             let raised = breaker::alert_raised(&row);
             if write_breaker(&mut tx, s, &connection, Some(&row), &raised, now_ms)? {
                 let held = held_by_outage(&mut tx, s, &connection, now_ms)?;
-                sweep.alerts.push(BreakerAlert {
-                    connection: connection.clone(),
-                    since_ms: row.opened_at_ms.unwrap_or(now_ms),
-                    held,
-                });
+                let alert =
+                    BreakerAlert { connection: connection.clone(), since_ms: row.opened_at_ms.unwrap_or(now_ms), held };
+                alerted(&mut tx, s, raise, &alert, now_ms)?;
+                sweep.alerts.push(alert);
                 row = raised;
             }
         }

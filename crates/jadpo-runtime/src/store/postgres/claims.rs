@@ -2,8 +2,10 @@
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
 
+use super::super::Raise;
 use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
+use super::builtin::given_up;
 use super::outcomes::insert_attempt;
 use super::{StoreError, col, failure_of, pg_error, q, state_of, u32_of};
 use crate::rules::breaker::BreakerRow;
@@ -100,6 +102,7 @@ pub(super) fn claim(
     now_ms: i64,
     limit: usize,
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     let mut rows = read_rows(&mut tx, s, "running", now_ms, limit)?;
@@ -182,6 +185,9 @@ pub(super) fn claim(
                      last_reason = $7, end_reason = $8",
                     &[&code(f), &kind(f), &reason(f), &end],
                 )?;
+                if took {
+                    given_up(&mut tx, s, raise, &row, failure, now_ms)?;
+                }
                 (took, *lease_expired)
             }
         };

@@ -18,6 +18,7 @@
 //! replays).
 
 mod breakers;
+mod builtin;
 mod claims;
 pub mod connect;
 mod events;
@@ -33,8 +34,8 @@ use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
-    UnexpandedEvent,
+    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -194,22 +195,6 @@ impl Store for PgStore {
         self.with_client(|c, s| outcomes::emit(c, s, events, now_ms))
     }
 
-    fn claim(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-    ) -> Result<ClaimReport, StoreError> {
-        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide))
-    }
-
-    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
-        if outcomes.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.with_client(|c, s| outcomes::record(c, s, outcomes))
-    }
-
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.with_client(reads::next_due_ms)
     }
@@ -254,10 +239,6 @@ impl Store for PgStore {
 
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
         self.with_client(|c, s| breakers::read_breakers(c, s, ""))
-    }
-
-    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
-        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until))
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
@@ -323,6 +304,39 @@ impl Store for PgStore {
 
     fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
         sharing::listen(self.location.clone(), self.stop_listening.clone(), wake)
+    }
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide, raise))
+    }
+
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_client(|c, s| outcomes::record(c, s, outcomes, raised, raise))
+    }
+
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until, raise))
     }
 }
 

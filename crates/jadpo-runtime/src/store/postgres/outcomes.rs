@@ -1,8 +1,10 @@
 //! Writes that are not claims: emitted events, attempts' outcomes (with the
 //! breaker's count), and operator retries.
 
+use super::super::Raise;
 use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{count_outcome, release_held};
+use super::builtin::{insert_events, recovered};
 use super::{StoreError, col, pg_error, q, state_of, u32_of};
 use crate::rules::breaker::AfterAttempt;
 use crate::rules::{self, Decision, Failure};
@@ -10,25 +12,7 @@ use postgres::{Client, Transaction};
 
 pub(super) fn emit(client: &mut Client, s: &str, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
-    let ev = tx
-        .prepare(&q("INSERT INTO {s}.events (name, payload, emitted_at) VALUES ($1, $2, $3) RETURNING id", s))
-        .map_err(pg_error)?;
-    let del = tx
-        .prepare(&q(
-            "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, budget_start, \
-             held_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4, $4, 0, $4)",
-            s,
-        ))
-        .map_err(pg_error)?;
-    let mut ids = Vec::with_capacity(events.len());
-    for e in events {
-        let row = tx.query_one(&ev, &[&e.name, &e.payload, &now_ms]).map_err(pg_error)?;
-        let id: i64 = col(&row, "id")?;
-        for d in &e.deliveries {
-            tx.execute(&del, &[&id, &d.subscriber, &d.connection, &now_ms]).map_err(pg_error)?;
-        }
-        ids.push(id);
-    }
+    let ids = insert_events(&mut tx, s, events, now_ms)?;
     tx.commit().map_err(pg_error)?;
     Ok(ids)
 }
@@ -97,7 +81,13 @@ pub(super) fn conclude(tx: &mut Transaction<'_>, s: &str, r: &Recorded) -> Resul
     Ok(n == 1)
 }
 
-pub(super) fn record(client: &mut Client, s: &str, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+pub(super) fn record(
+    client: &mut Client,
+    s: &str,
+    outcomes: &[Recorded],
+    raised: &[Vec<NewEvent>],
+    raise: &dyn Raise,
+) -> Result<Vec<usize>, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     let mut written = Vec::with_capacity(outcomes.len());
     for (i, r) in outcomes.iter().enumerate() {
@@ -105,6 +95,9 @@ pub(super) fn record(client: &mut Client, s: &str, outcomes: &[Recorded]) -> Res
             continue;
         }
         written.push(i);
+        if let Some(events) = raised.get(i) {
+            insert_events(&mut tx, s, events, r.ended_at_ms)?;
+        }
         let failure = r.outcome.failure();
         insert_attempt(
             &mut tx,
@@ -125,8 +118,10 @@ pub(super) fn record(client: &mut Client, s: &str, outcomes: &[Recorded]) -> Res
         }
     }
     for r in written.iter().map(|&i| &outcomes[i]) {
-        if count_outcome(&mut tx, s, r)? == AfterAttempt::Closed {
+        let (what, opened_at_ms) = count_outcome(&mut tx, s, r)?;
+        if what == AfterAttempt::Closed {
             release_held(&mut tx, s, &r.connection, None, r.ended_at_ms)?;
+            recovered(&mut tx, s, raise, &r.connection, opened_at_ms, r.ended_at_ms)?;
         }
     }
     tx.commit().map_err(pg_error)?;

@@ -1,7 +1,8 @@
 //! Breaker rows, one per connection, each change one conditional statement; the
 //! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
 
-use super::super::{BreakerAlert, BreakerSweep, BreakerView};
+use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise};
+use super::builtin::alerted;
 use super::{StoreError, u32_of};
 use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, hold};
@@ -262,6 +263,7 @@ pub(super) fn sweep(
     conn: &mut Connection,
     now_ms: i64,
     lease_until: &dyn Fn(&str) -> i64,
+    raise: &dyn Raise,
 ) -> Result<BreakerSweep, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     super::pauses::end_pauses(&tx, now_ms)?;
@@ -273,11 +275,13 @@ pub(super) fn sweep(
         if breaker::alert_due(&row) {
             let raised = breaker::alert_raised(&row);
             if write_breaker(&tx, &connection, Some(&row), &raised, now_ms)? {
-                sweep.alerts.push(BreakerAlert {
+                let alert = BreakerAlert {
                     connection: connection.clone(),
                     since_ms: row.opened_at_ms.unwrap_or(now_ms),
                     held: held_by_outage(&tx, &connection, now_ms)?,
-                });
+                };
+                alerted(&tx, raise, &alert, now_ms)?;
+                sweep.alerts.push(alert);
                 row = raised;
             }
         }

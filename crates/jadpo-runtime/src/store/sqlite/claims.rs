@@ -1,8 +1,10 @@
 //! Claims: due deliveries read in due order, the core deciding each, and every
 //! change one statement conditional on the row being as it was read.
 
+use super::super::Raise;
 use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
+use super::builtin::given_up;
 use super::outcomes::{insert_attempt, reason_of};
 use super::{StoreError, failure_of, state_of, u32_of};
 use crate::rules::breaker::BreakerRow;
@@ -178,6 +180,7 @@ pub(super) fn claim(
     now_ms: i64,
     limit: usize,
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     // Ended leases first (rare), then due pending deliveries in due order; two
@@ -232,6 +235,9 @@ pub(super) fn claim(
             }
             ClaimDecision::GiveUp { failure, lease_expired, .. } => {
                 let took = give_up(&tx, seen, failure, end_reason_at_claim(&decision).unwrap_or_default())?;
+                if took {
+                    given_up(&tx, raise, &row, failure, now_ms)?;
+                }
                 (took, *lease_expired)
             }
         };

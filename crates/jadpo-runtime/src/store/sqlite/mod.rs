@@ -13,6 +13,7 @@
 //! correct where nothing serializes them (see ARCHITECTURE.md).
 
 mod breakers;
+mod builtin;
 mod busy;
 mod claims;
 mod events;
@@ -30,8 +31,8 @@ use super::columns::{failure_of, state_of, u32_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
-    UnexpandedEvent,
+    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -230,22 +231,6 @@ impl Store for SqliteStore {
         self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
     }
 
-    fn claim(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-    ) -> Result<ClaimReport, StoreError> {
-        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide))
-    }
-
-    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
-        if outcomes.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.with_retry(|conn| outcomes::record(conn, outcomes))
-    }
-
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.with_retry(reads::next_due_ms)
     }
@@ -294,10 +279,6 @@ impl Store for SqliteStore {
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
         let pauses = self.has_pauses();
         self.with_retry(|conn| reads::breakers(conn, pauses))
-    }
-
-    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
-        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until))
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
@@ -366,6 +347,39 @@ impl Store for SqliteStore {
 
     fn listen(&self, wake: super::Waker) -> Result<bool, StoreError> {
         sharing::listen(wake)
+    }
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
+    }
+
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
+    }
+
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, raise))
     }
 }
 

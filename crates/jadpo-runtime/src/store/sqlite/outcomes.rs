@@ -1,8 +1,10 @@
 //! Writes that are not claims: emitted events, attempts' outcomes (with the
 //! breaker's count), and operator retries.
 
+use super::super::Raise;
 use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
+use super::builtin::{insert_events, recovered};
 use super::{StoreError, state_of, u32_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
 use crate::rules::{self, Decision, Failure, Record};
@@ -16,23 +18,7 @@ pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
 
 pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut ids = Vec::with_capacity(events.len());
-    {
-        let mut ev = tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)")?;
-        let mut del = tx.prepare_cached(
-            "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
-             attempts, due_at, budget_start, held_ms, created_at) \
-             VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4)",
-        )?;
-        for e in events {
-            ev.execute(params![e.name, e.payload, now_ms])?;
-            let id = tx.last_insert_rowid();
-            for d in &e.deliveries {
-                del.execute(params![id, d.subscriber, d.connection, now_ms])?;
-            }
-            ids.push(id);
-        }
-    }
+    let ids = insert_events(&tx, events, now_ms)?;
     tx.commit()?;
     Ok(ids)
 }
@@ -93,7 +79,12 @@ pub(super) fn conclude(tx: &Transaction<'_>, r: &Recorded) -> Result<bool, Store
     Ok(n == 1)
 }
 
-pub(super) fn record(conn: &mut Connection, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+pub(super) fn record(
+    conn: &mut Connection,
+    outcomes: &[Recorded],
+    raised: &[Vec<NewEvent>],
+    raise: &dyn Raise,
+) -> Result<Vec<usize>, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut written = Vec::with_capacity(outcomes.len());
     for (i, r) in outcomes.iter().enumerate() {
@@ -102,6 +93,9 @@ pub(super) fn record(conn: &mut Connection, outcomes: &[Recorded]) -> Result<Vec
             continue;
         }
         written.push(i);
+        if let Some(events) = raised.get(i) {
+            insert_events(&tx, events, r.ended_at_ms)?;
+        }
         let failure = r.outcome.failure();
         insert_attempt(
             &tx,
@@ -129,6 +123,7 @@ pub(super) fn record(conn: &mut Connection, outcomes: &[Recorded]) -> Result<Vec
         if next != old && write_breaker(&tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
             if what == AfterAttempt::Closed {
                 release_held(&tx, &r.connection, None, r.ended_at_ms)?;
+                recovered(&tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
             }
             breakers.insert(&r.connection, Some(next));
         } else {

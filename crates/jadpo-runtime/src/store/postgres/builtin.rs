@@ -1,0 +1,87 @@
+//! jadpo's own events: stored with their deliveries inside the transaction of the
+//! change that raises them (a claim that gives a delivery up, a recorded outcome,
+//! a breaker that closes, an outage's alert), once its guarded statement matched.
+
+use super::super::{BreakerAlert, ClaimRow, EndedDelivery, NewEvent, Raise};
+use super::{StoreError, col, pg_error, q};
+use crate::rules::Failure;
+use postgres::Transaction;
+
+/// Store events and their deliveries, due at `now_ms`; returns their ids in order.
+pub(super) fn insert_events(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: &[NewEvent],
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let mut ids = Vec::with_capacity(events.len());
+    if events.is_empty() {
+        return Ok(ids);
+    }
+    let ev = tx
+        .prepare(&q("INSERT INTO {s}.events (name, payload, emitted_at) VALUES ($1, $2, $3) RETURNING id", s))
+        .map_err(pg_error)?;
+    let del = tx
+        .prepare(&q(
+            "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, budget_start, \
+             held_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4, $4, 0, $4)",
+            s,
+        ))
+        .map_err(pg_error)?;
+    for e in events {
+        let row = tx.query_one(&ev, &[&e.name, &e.payload, &now_ms]).map_err(pg_error)?;
+        let id: i64 = col(&row, "id")?;
+        for d in &e.deliveries {
+            tx.execute(&del, &[&id, &d.subscriber, &d.connection, &now_ms]).map_err(pg_error)?;
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// A delivery a claim gave up (its statement matched): store what that raises.
+pub(super) fn given_up(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    row: &ClaimRow,
+    failure: &Failure,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let c = &row.candidate;
+    let ended = EndedDelivery {
+        id: c.id,
+        event_id: row.event_id,
+        event: &row.event,
+        subscriber: &c.subscriber,
+        parked: false,
+        failure,
+        attempts: c.record.attempts,
+    };
+    insert_events(tx, s, &raise.delivery_ended(&ended), now_ms).map(drop)
+}
+
+/// An outage's alert was written on its breaker: store what that raises.
+pub(super) fn alerted(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    alert: &BreakerAlert,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    insert_events(tx, s, &raise.connection_unavailable(alert), now_ms).map(drop)
+}
+
+/// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
+/// raises.
+pub(super) fn recovered(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    connection: &str,
+    opened_at_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
+    insert_events(tx, s, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
+}
