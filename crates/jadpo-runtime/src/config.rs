@@ -23,6 +23,11 @@ pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
 pub const TICK_MS: u64 = SECOND_MS;
 /// How long a loop waits after a store error before it tries again.
 pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
+/// How old the store's figures served by `--metrics` (deliveries by state, the
+/// breakers, the oldest pending delivery) may be before a scrape reads them again.
+pub const METRICS_REFRESH_MS: u64 = 5 * SECOND_MS;
+/// The connections the `--metrics` server serves at once; more wait to be accepted.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
 
 /// How the runtime runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

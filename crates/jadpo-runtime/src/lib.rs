@@ -17,6 +17,7 @@
 //! - [`http`]: the HTTP driver.
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`ingest`]: the `--listen` HTTP ingest of events.
+//! - [`metrics`]: the run's Prometheus metrics and their `--metrics` server.
 //! - [`views`]: what `deliveries`, `status` and `breakers` print.
 //! - [`events`]: the run's log events.
 
@@ -29,6 +30,7 @@ pub mod drivers;
 pub mod events;
 pub mod http;
 pub mod ingest;
+pub mod metrics;
 pub mod payload;
 pub mod rng;
 pub mod rules;

@@ -13,6 +13,7 @@ use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
+use crate::metrics::Metrics;
 use crate::payload::call_args;
 use crate::rng::RandomSource;
 use crate::rules::breaker;
@@ -66,6 +67,7 @@ pub struct Runtime {
     random: RandomSource,
     breakers: BreakerView,
     pub(crate) config: RuntimeConfig,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What a claim took, and how many due deliveries it left for a later claim
@@ -110,7 +112,15 @@ impl Runtime {
             random,
             breakers,
             config,
+            metrics: None,
         }
+    }
+
+    /// The same runtime, recording into `metrics` as its steps go.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Runtime {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The run's random source.
@@ -192,6 +202,9 @@ impl Runtime {
         for (id, subscriber, decision) in &report.ended {
             events::ended_at_claim(now_ms, *id, subscriber, decision);
         }
+        if let Some(m) = &self.metrics {
+            report.run.iter().for_each(|c| m.claimed(&c.subscriber, c.due_at_ms, now_ms));
+        }
         Ok(DueClaim { report, waiting })
     }
 
@@ -264,6 +277,9 @@ impl Runtime {
             let r = &d.recorded;
             let duration_ms = r.ended_at_ms - r.started_at_ms;
             events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
+            if let Some(m) = &self.metrics {
+                m.attempt(&d.subscriber, &r.connection, &r.outcome, duration_ms);
+            }
         }
         Ok(written.len())
     }

@@ -9,6 +9,7 @@ mod fmt_cli;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
+mod metrics_e2e;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;

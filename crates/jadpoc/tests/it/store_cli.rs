@@ -119,14 +119,14 @@ fn store_listings_work_beside_a_writer_holding_the_lock() {
 
 /// A fresh PostgreSQL database for one test, dropped after; `None` (with a
 /// message) when no server answers outside CI.
-struct PgDb {
+pub(crate) struct PgDb {
     admin: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl PgDb {
-    fn new() -> Option<PgDb> {
+    pub(crate) fn new() -> Option<PgDb> {
         let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
         let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
@@ -142,7 +142,10 @@ impl PgDb {
                 return None;
             }
         };
-        let name = format!("jadpoc_t_{}", std::process::id());
+        // Tests of one binary run side by side: each its own database.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("jadpoc_t_{}_{n}", std::process::id());
         c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
         c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
         let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
