@@ -140,12 +140,15 @@ pub fn run(args: RunArgs) -> ExitCode {
         batch: args.batch.clamp(1, config::MAX_BATCH),
         ..RuntimeConfig::default()
     };
-    let mut runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
-    let metrics = metrics_addr.map(|_| {
-        let metrics = Arc::new(Metrics::new(&program));
-        runtime = runtime.with_metrics(metrics.clone());
-        MetricsSource { metrics, store: store.clone(), clock: clock.clone() }
-    });
+    let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
+    let (runtime, metrics) = match metrics_addr {
+        Some(_) => {
+            let metrics = Arc::new(Metrics::new(&program));
+            let source = MetricsSource { metrics: metrics.clone(), store: store.clone(), clock: clock.clone() };
+            (runtime.with_metrics(metrics), Some(source))
+        }
+        None => (runtime, None),
+    };
     let runtime = Arc::new(runtime);
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
