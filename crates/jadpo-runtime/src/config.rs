@@ -32,6 +32,11 @@ pub const STORE_ERROR_PAUSE_MS: u64 = SECOND_MS;
 /// The longest pause after store errors in a row (a database restarting, a
 /// network down): `jadpoc run` never gives up on its store.
 pub const STORE_ERROR_PAUSE_MAX_MS: u64 = 5 * SECOND_MS;
+/// How old the store's figures served by `--metrics` (deliveries by state, the
+/// breakers, the oldest pending delivery) may be before a scrape reads them again.
+pub const METRICS_REFRESH_MS: u64 = 5 * SECOND_MS;
+/// The connections the `--metrics` server serves at once; more wait to be accepted.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
 
 /// How the runtime runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,7 +37,7 @@ pub const ERROR: &str = "runtime.error";
 pub const ATTEMPT_SPAN: &str = "delivery.attempt.call";
 
 /// What an outcome is called in a line.
-fn outcome_word(outcome: &Outcome) -> &'static str {
+pub(crate) fn outcome_word(outcome: &Outcome) -> &'static str {
     if matches!(outcome, Outcome::Succeeded { .. }) { "succeeded" } else { "failed" }
 }
 

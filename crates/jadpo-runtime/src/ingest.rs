@@ -8,10 +8,12 @@
 //! connections, a body time limit, and **group commit**: requests arriving together
 //! are stored in one transaction by one committer task, and each is answered only
 //! after that transaction committed, so an acknowledged event is never lost and the
-//! store's single writer commits many events per sync.
+//! store's single writer commits many events per sync. With `--metrics` too, it
+//! also serves the metrics at `GET /metrics`.
 
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
+use crate::metrics::{METRICS_PATH, Metrics, MetricsSource};
 use crate::payload::{PayloadError, new_event};
 use crate::store::{NewEvent, Store};
 use bytes::Bytes;
@@ -84,6 +86,8 @@ pub struct Ingest {
     pub wake: Arc<Notify>,
     /// Its limits.
     pub limits: IngestLimits,
+    /// The run's metrics, counting the events stored and served at `GET /metrics`.
+    pub metrics: Option<MetricsSource>,
 }
 
 /// One event waiting for the committer, and where its id goes.
@@ -97,14 +101,18 @@ struct Shared {
     program: Arc<Program>,
     commits: mpsc::Sender<Pending>,
     limits: IngestLimits,
+    metrics: Option<MetricsSource>,
 }
 
 /// Serve until `stop` turns true: then accept no more, let each connection finish
 /// the request it is in, and return once every queued event is answered.
 pub async fn serve(listener: TcpListener, ingest: Ingest, mut stop: watch::Receiver<bool>) {
     let (commits, queue) = mpsc::channel(MAX_COMMIT_BATCH * 4);
-    let committer = tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone()));
-    let shared = Arc::new(Shared { program: ingest.program.clone(), commits, limits: ingest.limits });
+    let counted = ingest.metrics.as_ref().map(|m| m.metrics.clone());
+    let committer =
+        tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone(), counted));
+    let shared =
+        Arc::new(Shared { program: ingest.program.clone(), commits, limits: ingest.limits, metrics: ingest.metrics });
     let head_timeout = ingest.limits.head_timeout;
     let slots = Arc::new(Semaphore::new(usize::try_from(ingest.limits.max_connections.max(1)).unwrap_or(1 << 20)));
     let mut connections = tokio::task::JoinSet::new();
@@ -183,10 +191,15 @@ async fn commit_loop(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
+    metrics: Option<Arc<Metrics>>,
 ) {
     let mut batch = Vec::with_capacity(MAX_COMMIT_BATCH);
     while queue.recv_many(&mut batch, MAX_COMMIT_BATCH).await > 0 {
         let (events, waiting): (Vec<NewEvent>, Vec<_>) = batch.drain(..).map(|p| (p.event, p.done)).unzip();
+        let names: Vec<String> = match &metrics {
+            Some(_) => events.iter().map(|e| e.name.clone()).collect(),
+            None => Vec::new(),
+        };
         let store = store.clone();
         let now = clock.now_ms();
         let stored = tokio::task::spawn_blocking(move || store.emit(&events, now)).await;
@@ -199,6 +212,9 @@ async fn commit_loop(
         match ids {
             Ok(ids) => {
                 wake.notify_waiters();
+                if let Some(m) = &metrics {
+                    m.events_stored(names.iter().map(String::as_str));
+                }
                 for (done, id) in waiting.into_iter().zip(ids) {
                     let _ = done.send(Ok(id));
                 }
@@ -245,6 +261,9 @@ fn is_json(content_type: &[u8]) -> bool {
 
 async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
+    if let Some(source) = shared.metrics.as_ref().filter(|_| parts.uri.path() == METRICS_PATH) {
+        return source.answer(&parts.method).await;
+    }
     let name = match check_head(&parts, shared) {
         Ok(name) => name,
         Err(refusal) => {

@@ -19,6 +19,7 @@
 //! - [`http`]: the HTTP driver.
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`ingest`]: the `--listen` HTTP ingest of events.
+//! - [`metrics`]: the run's Prometheus metrics and their `--metrics` server.
 //! - [`views`]: what `deliveries`, `status` and `breakers` print.
 //! - [`events`]: the run's log events.
 
@@ -32,6 +33,7 @@ pub mod drivers;
 pub mod events;
 pub mod http;
 pub mod ingest;
+pub mod metrics;
 pub mod payload;
 pub mod retention;
 pub mod rng;

@@ -14,6 +14,7 @@ use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
+use crate::metrics::Metrics;
 use crate::payload::{call_args, new_event};
 use crate::rng::RandomSource;
 use crate::rules::breaker;
@@ -78,6 +79,7 @@ pub struct Runtime {
     random: RandomSource,
     breakers: BreakerView,
     pub(crate) config: RuntimeConfig,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What a claim took, and how many due deliveries it left for a later claim
@@ -122,7 +124,15 @@ impl Runtime {
             random,
             breakers,
             config,
+            metrics: None,
         }
+    }
+
+    /// The same runtime, recording into `metrics` as its steps go.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Runtime {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The run's random source.
@@ -213,6 +223,9 @@ impl Runtime {
         if report.ended.iter().any(|(_, _, d)| matches!(d, ClaimDecision::GiveUp { .. })) {
             // A delivery given up may have raised events whose deliveries are due now.
             self.wake.notify_waiters();
+        }
+        if let Some(m) = &self.metrics {
+            report.run.iter().for_each(|c| m.claimed(&c.subscriber, c.due_at_ms, now_ms));
         }
         Ok(DueClaim { report, waiting })
     }
@@ -308,6 +321,9 @@ impl Runtime {
             let r = &d.recorded;
             let duration_ms = r.ended_at_ms - r.started_at_ms;
             events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
+            if let Some(m) = &self.metrics {
+                m.attempt(&d.subscriber, &r.connection, &r.outcome, duration_ms);
+            }
         }
         Ok(written.len())
     }

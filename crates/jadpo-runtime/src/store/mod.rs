@@ -302,6 +302,8 @@ impl ClaimRow {
             connection: c.connection.clone(),
             attempt,
             claimed_at_ms: now_ms,
+            // A running row taken back was due when its lease ended.
+            due_at_ms: self.due_at.or(c.record.lease_until_ms).unwrap_or(now_ms),
             record: Record {
                 state: DeliveryState::Running,
                 attempts: attempt,
@@ -334,6 +336,9 @@ pub struct Claimed {
     pub attempt: u32,
     /// When the claim was made (the attempt's start).
     pub claimed_at_ms: i64,
+    /// When the delivery was due, as the claim read it (a lease taken back: when
+    /// the lease ended), for the claim's lag.
+    pub due_at_ms: i64,
     /// The record after the claim (state `running`, attempts counted).
     pub record: Record,
 }

@@ -57,6 +57,7 @@ async fn start(limits: IngestLimits) -> Server {
         clock: Arc::new(SystemClock),
         wake: Arc::new(Notify::new()),
         limits,
+        metrics: None,
     };
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(serve(listener, ingest, rx));

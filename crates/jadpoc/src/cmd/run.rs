@@ -10,6 +10,7 @@ use jadpo_runtime::config::{self, RuntimeConfig};
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::http::{HttpClient, HttpDriver};
 use jadpo_runtime::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
+use jadpo_runtime::metrics::{METRICS_PATH, Metrics, MetricsSource};
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::Store;
@@ -34,6 +35,10 @@ pub struct RunArgs {
     /// binds to loopback.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// Serve Prometheus metrics at `GET /metrics` on this address (and on `--listen`'s
+    /// too); a bare port binds to loopback.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// Most connections `--listen` serves at once; more wait to be accepted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -96,11 +101,12 @@ fn drivers(program: &Program, fakes: &[String], random: &RandomSource) -> Result
     Ok(drivers)
 }
 
-fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+/// The address of `--FLAG S`: `HOST:PORT`, or a bare port on loopback.
+fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
-    s.parse().map_err(|_| format!("`--listen {s}` is not an address such as `127.0.0.1:7300`"))
+    s.parse().map_err(|_| format!("`--{flag} {s}` is not an address such as `127.0.0.1:7300`"))
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
@@ -117,7 +123,14 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listen = match args.listen.as_deref().map(listen_addr).transpose() {
+    let listen = match args.listen.as_deref().map(|s| listen_addr("listen", s)).transpose() {
+        Ok(a) => a,
+        Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let metrics_addr = match args.metrics.as_deref().map(|s| listen_addr("metrics", s)).transpose() {
         Ok(a) => a,
         Err(m) => {
             eprintln!("jadpoc: {m}");
@@ -138,7 +151,16 @@ pub fn run(args: RunArgs) -> ExitCode {
         poll_ms: args.poll_ms.max(1),
         ..RuntimeConfig::default()
     };
-    let runtime = Arc::new(Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config));
+    let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
+    let (runtime, metrics) = match metrics_addr {
+        Some(_) => {
+            let metrics = Arc::new(Metrics::new(&program));
+            let source = MetricsSource { metrics: metrics.clone(), store: store.clone(), clock: clock.clone() };
+            (runtime.with_metrics(metrics), Some(source))
+        }
+        None => (runtime, None),
+    };
+    let runtime = Arc::new(runtime);
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {
@@ -149,14 +171,35 @@ pub fn run(args: RunArgs) -> ExitCode {
     tokio.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut server = None;
+        let mut metrics_server = None;
+        if let (Some(addr), Some(source)) = (metrics_addr, &metrics) {
+            match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => {
+                    let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
+                    eprintln!("jadpoc: serving metrics at http://{shown}{METRICS_PATH}");
+                    let serve = jadpo_runtime::metrics::serve(l, source.clone(), stop_rx.clone());
+                    metrics_server = Some(tokio::spawn(serve));
+                }
+                Err(e) => {
+                    eprintln!("jadpoc: cannot serve metrics on `{addr}`: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
         if let Some(addr) = listen {
             match tokio::net::TcpListener::bind(addr).await {
                 Ok(l) => {
                     let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
                     eprintln!("jadpoc: taking events at http://{shown}/events/NAME");
                     let limits = IngestLimits { max_connections: args.max_connections, ..IngestLimits::default() };
-                    let ingest =
-                        Ingest { program: program.clone(), store: store.clone(), clock, wake: runtime.waker(), limits };
+                    let ingest = Ingest {
+                        program: program.clone(),
+                        store: store.clone(),
+                        clock,
+                        wake: runtime.waker(),
+                        limits,
+                        metrics: metrics.clone(),
+                    };
                     server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
                 }
                 Err(e) => {
@@ -177,7 +220,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             let _ = stop_tx.send(true);
         });
         let result = runtime.run(stop_rx).await;
-        if let Some(s) = server {
+        for s in [server, metrics_server].into_iter().flatten() {
             s.abort();
         }
         match result {
