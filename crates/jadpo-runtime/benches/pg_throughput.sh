@@ -8,8 +8,14 @@
 #
 # For each backlog and number of `jadpoc run` processes, in a fresh database:
 # 1. emit the backlog through `jadpoc emit --ndjson` and time it;
-# 2. start the processes (`--fake c=ok`) and time from the first outcome to the
-#    last in their logs, until every delivery is `succeeded`.
+# 2. start the processes (`--fake c=ok`), wait until no delivery is pending or
+#    running, and count deliveries/s from the first outcome to the last in their
+#    logs.
+# Then, once per backlog, in a fresh database: emit the backlog through SQL,
+# `jadpo.emit(name, payload)` 1,000 events per statement (one transaction each),
+# and time it (skipped, saying so, on a schema without that function).
+# Each line ends with the load average when it was measured: the figures are only
+# comparable on an otherwise idle machine.
 set -euo pipefail
 BACKLOGS=${1:-"10000 100000 1000000"}
 PROCESSES=${2:-"1 2 4"}
@@ -22,41 +28,84 @@ J="$ROOT/target/release/jadpoc"
 WORK=$(mktemp -d)
 DB=jadpo_bench_$$
 URL="${ADMIN%/*}/$DB"
-trap 'psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+PIDS=()
+cleanup() {
+  [ ${#PIDS[@]} -gt 0 ] && kill -TERM "${PIDS[@]}" 2>/dev/null
+  psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 cd "$WORK"
 write_program "http://127.0.0.1:9/x"
+
+fresh_db() {
+  psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+  psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
+}
+
+load() {
+  cut -d' ' -f1 /proc/loadavg
+}
+
+# Whether any delivery is still to run (the partial indexes answer it at once).
+busy() {
+  psql "$URL" -Atc "SELECT EXISTS (SELECT 1 FROM jadpo.deliveries WHERE state = 'pending') \
+    OR EXISTS (SELECT 1 FROM jadpo.deliveries WHERE state = 'running')"
+}
 
 for N in $BACKLOGS; do
   write_events "$N"
   for P in $PROCESSES; do
-    psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
-    psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
+    fresh_db
     S=$(date +%s.%N)
     "$J" emit p.jadpo Paid --ndjson paid.ndjson --db "$URL" 2>/dev/null
     E=$(date +%s.%N)
     EMIT=$(echo "$N / ($E - $S)" | bc)
+    EMIT_LOAD=$(load)
     PIDS=()
     for i in $(seq "$P"); do
       "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json 2>"run$i.log" &
       PIDS+=($!)
     done
-    while true; do
-      DONE=$(cat run*.log 2>/dev/null | grep -c '"state":"succeeded"' || true)
-      [ "$DONE" -ge "$N" ] && break
-      sleep 0.5
+    sleep 1
+    while [ "$(busy)" = t ]; do
+      sleep 1
     done
+    RUN_LOAD=$(load)
     kill -TERM "${PIDS[@]}"
     wait "${PIDS[@]}" || true
-    python3 - "$N" "$P" "$EMIT" <<'PY'
+    PIDS=()
+    python3 - "$N" "$P" "$EMIT" "$EMIT_LOAD" "$RUN_LOAD" <<'PY'
 import glob, json, sys
 from datetime import datetime
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 ts = sorted(f(json.loads(l)["at"]) for p in glob.glob("run*.log") for l in open(p)
             if l.startswith("{") and '"delivery.attempt"' in l)
 span = ts[-1] - ts[0]
-n, p, emit = sys.argv[1:]
-print(f"backlog {n:>8}, {p} process(es): emit {emit} events/s; deliver {len(ts) / max(span, 1e-9):.0f} deliveries/s")
+n, p, emit, emit_load, run_load = sys.argv[1:]
+print(f"backlog {n:>8}, {p} process(es): emit --ndjson {emit} events/s (load {emit_load}); "
+      f"deliver {len(ts) / max(span, 1e-9):.0f} deliveries/s (load {run_load}; {len(ts)} outcomes)")
 PY
     rm -f run*.log
   done
+
+  fresh_db
+  "$J" migrate --db "$URL" >/dev/null 2>&1
+  if [ "$(psql "$URL" -Atc "SELECT to_regprocedure('jadpo.emit(text, jsonb)') IS NOT NULL")" != t ]; then
+    echo "backlog $(printf '%8s' "$N"): SQL emit skipped: this schema has no \`jadpo.emit(text, jsonb)\`"
+    continue
+  fi
+  BATCH=1000
+  python3 - "$N" "$BATCH" > emit.sql <<'PY'
+import sys
+n, batch = int(sys.argv[1]), int(sys.argv[2])
+for start in range(0, n, batch):
+    end = min(start + batch, n)
+    print(f"SELECT count(jadpo.emit('Paid', jsonb_build_object('id', 'p' || i, 'cents', i))) "
+          f"FROM generate_series({start}, {end - 1}) AS i;")
+PY
+  S=$(date +%s.%N)
+  psql "$URL" -q -v ON_ERROR_STOP=1 -f emit.sql >/dev/null
+  E=$(date +%s.%N)
+  echo "backlog $(printf '%8s' "$N"): SQL emit $(echo "$N / ($E - $S)" | bc) events/s, $BATCH per statement (load $(load))"
 done

@@ -392,6 +392,49 @@ fn each_attempt_keeps_its_failure_reason(f: &dyn Fixture) {
     assert_eq!(again.record.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
 }
 
+fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
+    let store = f.open();
+    let events: Vec<NewEvent> = (0..300).map(event).collect();
+    let ids = store.emit(&events, T0).unwrap();
+    assert_eq!(ids.len(), 300);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "event ids follow the emit order");
+    let first = claim(&*store, T0, 200).run;
+    assert_eq!(first.len(), 200);
+    let delivered: Vec<i64> = first.iter().map(|c| c.event_id).collect();
+    assert_eq!(delivered, ids[..200], "the oldest due deliveries first, in order");
+    let rest = claim(&*store, T0, 500).run;
+    assert_eq!(rest.len(), 100);
+    assert!(claim(&*store, T0, 500).run.is_empty());
+
+    // One batch in reverse order, every third outcome naming an attempt its
+    // delivery is not running: only the others are written, with their history.
+    let batch: Vec<Recorded> = first
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, c)| {
+            let attempt = if i % 3 == 0 { c.attempt + 1 } else { c.attempt };
+            ok_record(c.id, attempt, c.claimed_at_ms, T0 + 10)
+        })
+        .collect();
+    let expected: Vec<usize> = (0..batch.len()).filter(|i| i % 3 != 0).collect();
+    assert_eq!(store.record(&batch).unwrap(), expected);
+    for (i, r) in batch.iter().enumerate() {
+        let (d, h) = store.delivery(r.id).unwrap().unwrap();
+        if i % 3 == 0 {
+            assert_eq!(d.state, DeliveryState::Running);
+            assert!(h.is_empty());
+        } else {
+            assert_eq!(d.state, DeliveryState::Succeeded);
+            assert_eq!(d.end_reason.as_deref(), Some("succeeded"));
+            assert_eq!(h.len(), 1);
+            assert_eq!(h[0].outcome, "succeeded");
+        }
+    }
+    // Written again, the same batch changes nothing.
+    assert!(store.record(&batch).unwrap().is_empty());
+}
+
 /// Each test of the suite above, run on the store a fixture function gives
 /// (`None`: that store is not available here, and the fixture said why).
 macro_rules! store_suite {
@@ -408,6 +451,7 @@ macro_rules! store_suite {
             schedules_are_due_every_period_and_catch_up_once,
             a_delivery_keeps_why_it_ended,
             each_attempt_keeps_its_failure_reason,
+            a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
         );
     };
     (@tests $fixture:path; $($name:ident),* $(,)?) => {

@@ -12,10 +12,6 @@ use postgres::{Client, GenericClient, Row, Transaction};
 const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
      probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason";
 
-/// How many times an outcome's count is tried against a row other processes keep
-/// changing before the transaction gives up (and is run again by the caller).
-const COUNT_TRIES: usize = 16;
-
 fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
     let state: String = col(r, "state")?;
     let state =
@@ -150,28 +146,6 @@ pub(super) fn write_breaker(
         }
     };
     Ok(n == 1)
-}
-
-/// Count a written outcome for its connection's breaker (the core's
-/// `after_attempt`), reading the row again whenever another process changed it
-/// first. Returns what the count did.
-pub(super) fn count_outcome(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    r: &Recorded,
-) -> Result<(AfterAttempt, Option<i64>), StoreError> {
-    for _ in 0..COUNT_TRIES {
-        let current = read_breaker(tx, s, &r.connection)?;
-        let old = current.clone().unwrap_or_default();
-        let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
-        if next == old {
-            return Ok((AfterAttempt::Nothing, old.opened_at_ms));
-        }
-        if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
-            return Ok((what, old.opened_at_ms));
-        }
-    }
-    Err(StoreError::Postgres(format!("the breaker of `{}` kept changing under this outcome's count", r.connection)))
 }
 
 /// Release one held delivery as read: pending, due at once, its time held

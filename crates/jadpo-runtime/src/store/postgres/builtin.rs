@@ -7,34 +7,62 @@ use super::{StoreError, col, pg_error, q};
 use crate::rules::Failure;
 use postgres::Transaction;
 
-/// Store events and their deliveries, due at `now_ms`; returns their ids in order.
+/// Store events and their deliveries, due at `now_ms`, in bulk (one statement for
+/// the events, one for their deliveries); returns their ids in order.
 pub(super) fn insert_events(
     tx: &mut Transaction<'_>,
     s: &str,
     events: &[NewEvent],
     now_ms: i64,
 ) -> Result<Vec<i64>, StoreError> {
-    let mut ids = Vec::with_capacity(events.len());
     if events.is_empty() {
-        return Ok(ids);
+        return Ok(Vec::new());
     }
-    let ev = tx
-        .prepare(&q("INSERT INTO {s}.events (name, payload, emitted_at) VALUES ($1, $2, $3) RETURNING id", s))
+    // The events' ids first, so that each delivery names its event in the same
+    // bulk insert; taken from the column's own sequence, in emit order.
+    let rows = tx
+        .query(
+            &q(
+                "SELECT nextval(pg_get_serial_sequence('{s}.events', 'id')) AS id FROM generate_series(1, $1::bigint)",
+                s,
+            ),
+            &[&(events.len() as i64)],
+        )
         .map_err(pg_error)?;
-    let del = tx
-        .prepare(&q(
-            "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, budget_start, \
-             held_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4, $4, 0, $4)",
+    let mut ids = rows.iter().map(|r| col::<i64>(r, "id")).collect::<Result<Vec<_>, _>>()?;
+    ids.sort_unstable();
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.events (id, name, payload, emitted_at) \
+             SELECT id, name, payload, $4::bigint FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, name, payload)",
             s,
-        ))
-        .map_err(pg_error)?;
-    for e in events {
-        let row = tx.query_one(&ev, &[&e.name, &e.payload, &now_ms]).map_err(pg_error)?;
-        let id: i64 = col(&row, "id")?;
+        ),
+        &[&ids, &names, &payloads, &now_ms],
+    )
+    .map_err(pg_error)?;
+    let (mut event_ids, mut subscribers, mut connections) = (Vec::new(), Vec::new(), Vec::new());
+    for (e, &id) in events.iter().zip(&ids) {
         for d in &e.deliveries {
-            tx.execute(&del, &[&id, &d.subscriber, &d.connection, &now_ms]).map_err(pg_error)?;
+            event_ids.push(id);
+            subscribers.push(d.subscriber.as_str());
+            connections.push(d.connection.as_str());
         }
-        ids.push(id);
+    }
+    if !event_ids.is_empty() {
+        tx.execute(
+            &q(
+                "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, \
+                 budget_start, held_ms, created_at) \
+                 SELECT event_id, subscriber, connection, 'pending', 0, $4::bigint, $4::bigint, 0, $4::bigint \
+                 FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS u(event_id, subscriber, \
+                 connection, n) ORDER BY n",
+                s,
+            ),
+            &[&event_ids, &subscribers, &connections, &now_ms],
+        )
+        .map_err(pg_error)?;
     }
     Ok(ids)
 }

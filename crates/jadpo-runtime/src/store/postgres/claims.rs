@@ -2,19 +2,18 @@
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
 
-use super::super::Raise;
-use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reason_at_claim};
+use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, Raise, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
-use super::outcomes::insert_attempt;
-use super::{StoreError, col, failure_of, pg_error, q, state_of, u32_of};
+use super::outcomes::{LostAttempt, insert_lost_attempts};
+use super::{StoreError, bulk_transaction, col, failure_of, pg_error, q, state_of, u32_of};
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
-pub(super) fn read_rows(
+fn read_rows(
     tx: &mut Transaction<'_>,
     s: &str,
     state: &str,
@@ -66,34 +65,134 @@ pub(super) fn read_rows(
     Ok(out)
 }
 
-/// The guard every claim statement ends with: the row is as the claim read it.
-const AS_SEEN: &str = "WHERE id = $1 AND state = $2 AND attempts = $3 AND due_at IS NOT DISTINCT FROM $4";
+/// One claim decision's write, as the bulk statement takes it: the row as read
+/// (the guard) and the values the decision gives it.
+struct Change {
+    /// Index in the rows read.
+    row: usize,
+    decision: ClaimDecision,
+    state: &'static str,
+    attempts: i64,
+    due_at: Option<i64>,
+    lease_until: Option<i64>,
+    /// Whether the decision writes the last failure (`failure` may be `None`).
+    sets_failure: bool,
+    failure: Option<Failure>,
+    end_reason: Option<&'static str>,
+}
 
-pub(super) fn apply(
+impl Change {
+    fn of(row: usize, seen: &ClaimRow, decision: ClaimDecision) -> Option<Change> {
+        let attempts = i64::from(seen.candidate.record.attempts);
+        let end_reason = end_reason_at_claim(&decision);
+        let (state, attempts, due_at, lease_until, sets_failure, failure) = match &decision {
+            ClaimDecision::Skip => return None,
+            ClaimDecision::Hold { failure, .. } => ("held", attempts, None, None, true, failure.clone()),
+            ClaimDecision::Handled => ("succeeded", attempts, None, None, false, None),
+            ClaimDecision::Run { attempt, lease_until_ms, failure, .. } => {
+                ("running", i64::from(*attempt), Some(*lease_until_ms), Some(*lease_until_ms), true, failure.clone())
+            }
+            ClaimDecision::GiveUp { failure, .. } => ("failed", attempts, None, None, true, Some(failure.clone())),
+        };
+        Some(Change { row, decision, state, attempts, due_at, lease_until, sets_failure, failure, end_reason })
+    }
+
+    fn lease_expired(&self) -> bool {
+        match &self.decision {
+            ClaimDecision::Run { lease_expired, .. }
+            | ClaimDecision::Hold { lease_expired, .. }
+            | ClaimDecision::GiveUp { lease_expired, .. } => *lease_expired,
+            ClaimDecision::Skip | ClaimDecision::Handled => false,
+        }
+    }
+}
+
+/// Write every decision of a claim in one statement, each row guarded by itself as
+/// read (state, attempts, due time): a row another process changed since is not
+/// written. Returns the indices, in `changes`, of the rows written.
+fn apply_all(
     tx: &mut Transaction<'_>,
     s: &str,
-    row: &ClaimRow,
-    set: &str,
-    extra: &[&(dyn postgres::types::ToSql + Sync)],
-) -> Result<bool, StoreError> {
-    let sql = q(&format!("UPDATE {{s}}.deliveries SET {set} {AS_SEEN}"), s);
-    let attempts = i64::from(row.candidate.record.attempts);
-    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-        vec![&row.candidate.id, &row.state, &attempts, &row.due_at];
-    params.extend_from_slice(extra);
-    Ok(tx.execute(&sql, &params).map_err(pg_error)? == 1)
-}
-
-fn code(f: Option<&Failure>) -> Option<&str> {
-    f.map(|f| f.code.as_str())
-}
-
-fn kind(f: Option<&Failure>) -> Option<&'static str> {
-    f.map(|f| f.kind.as_str())
-}
-
-fn reason(f: Option<&Failure>) -> Option<&str> {
-    f.and_then(|f| f.reason.as_deref())
+    rows: &[ClaimRow],
+    changes: &[Change],
+    now_ms: i64,
+) -> Result<Vec<usize>, StoreError> {
+    if changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut idx = Vec::with_capacity(changes.len());
+    let (mut id, mut seen_state, mut seen_attempts, mut seen_due) = (vec![], vec![], vec![], vec![]);
+    let (mut state, mut attempts, mut due_at, mut lease_until) = (vec![], vec![], vec![], vec![]);
+    let (mut connection, mut sets_failure, mut code, mut kind, mut reason, mut end_reason) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (i, c) in changes.iter().enumerate() {
+        let row = &rows[c.row];
+        let f = c.failure.as_ref();
+        idx.push(i as i64);
+        id.push(row.candidate.id);
+        seen_state.push(row.state.as_str());
+        seen_attempts.push(i64::from(row.candidate.record.attempts));
+        seen_due.push(row.due_at);
+        state.push(c.state);
+        attempts.push(c.attempts);
+        due_at.push(c.due_at);
+        lease_until.push(c.lease_until);
+        connection.push(row.candidate.connection.as_str());
+        sets_failure.push(c.sets_failure);
+        code.push(f.map(|f| f.code.as_str()));
+        kind.push(f.map(|f| f.kind.as_str()));
+        reason.push(f.and_then(|f| f.reason.as_deref()));
+        end_reason.push(c.end_reason);
+    }
+    let sql = q(
+        "UPDATE {s}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
+         lease_until = u.lease_until, \
+         claimed_at = CASE WHEN u.state = 'running' THEN $1::bigint ELSE d.claimed_at END, \
+         held_since = CASE WHEN u.state = 'held' THEN $1::bigint ELSE d.held_since END, \
+         held_connection = CASE WHEN u.state = 'held' THEN u.connection ELSE d.held_connection END, \
+         last_code = CASE WHEN u.sets_failure THEN u.code ELSE d.last_code END, \
+         last_kind = CASE WHEN u.sets_failure THEN u.kind ELSE d.last_kind END, \
+         last_reason = CASE WHEN u.sets_failure THEN u.reason ELSE d.last_reason END, \
+         end_reason = COALESCE(u.end_reason, d.end_reason) \
+         FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], \
+         $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::bool[], $13::text[], $14::text[], \
+         $15::text[], $16::text[]) AS u(i, id, seen_state, seen_attempts, seen_due, state, attempts, due_at, \
+         lease_until, connection, sets_failure, code, kind, reason, end_reason) \
+         WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
+         AND d.due_at IS NOT DISTINCT FROM u.seen_due \
+         RETURNING u.i",
+        s,
+    );
+    let written = tx
+        .query(
+            &sql,
+            &[
+                &now_ms,
+                &idx,
+                &id,
+                &seen_state,
+                &seen_attempts,
+                &seen_due,
+                &state,
+                &attempts,
+                &due_at,
+                &lease_until,
+                &connection,
+                &sets_failure,
+                &code,
+                &kind,
+                &reason,
+                &end_reason,
+            ],
+        )
+        .map_err(pg_error)?;
+    let mut out = Vec::with_capacity(written.len());
+    for r in &written {
+        let i: i64 = col(r, "i")?;
+        out.push(usize::try_from(i).map_err(|_| StoreError::Corrupt(format!("claim index `{i}`")))?);
+    }
+    out.sort_unstable();
+    Ok(out)
 }
 
 pub(super) fn claim(
@@ -104,15 +203,15 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
+    let mut tx = bulk_transaction(client)?;
     let mut rows = read_rows(&mut tx, s, "running", now_ms, limit)?;
     let left = limit.saturating_sub(rows.len());
     if left > 0 {
         rows.extend(read_rows(&mut tx, s, "pending", now_ms, left)?);
     }
     let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
-    let mut report = ClaimReport::default();
-    for mut row in rows {
+    let mut changes = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter_mut().enumerate() {
         if !breakers.contains_key(&row.candidate.connection) {
             let found = read_breaker(&mut tx, s, &row.candidate.connection)?;
             breakers.insert(row.candidate.connection.clone(), found);
@@ -129,77 +228,41 @@ pub(super) fn claim(
                 decision = decision.held();
             }
         }
-        let c = row.candidate.clone();
-        let (took, lease_expired) = match &decision {
-            ClaimDecision::Skip => continue,
-            ClaimDecision::Hold { lease_expired, failure } => {
-                let f = failure.as_ref();
-                let took = apply(
-                    &mut tx,
-                    s,
-                    &row,
-                    "state = 'held', due_at = NULL, lease_until = NULL, held_since = $5, held_connection = $6, \
-                     last_code = $7, last_kind = $8, last_reason = $9",
-                    &[&now_ms, &c.connection, &code(f), &kind(f), &reason(f)],
-                )?;
-                if took {
-                    report.held.push((c.id, c.connection.clone()));
-                }
-                (took, *lease_expired)
+        changes.extend(Change::of(i, row, decision));
+    }
+    let written = apply_all(&mut tx, s, &rows, &changes, now_ms)?;
+    // The attempts lost workers had counted, recorded only for the rows this claim
+    // took.
+    let lost: Vec<LostAttempt> = written
+        .iter()
+        .map(|&w| &changes[w])
+        .filter(|c| c.lease_expired())
+        .map(|c| {
+            let row = &rows[c.row];
+            LostAttempt {
+                delivery: row.candidate.id,
+                attempt: row.candidate.record.attempts,
+                started_at_ms: row.claimed_at.unwrap_or(now_ms),
             }
-            ClaimDecision::Handled => {
-                let end = end_reason_at_claim(&decision);
-                let took = apply(
-                    &mut tx,
-                    s,
-                    &row,
-                    "state = 'succeeded', due_at = NULL, lease_until = NULL, end_reason = $5",
-                    &[&end],
-                )?;
-                (took, false)
+        })
+        .collect();
+    insert_lost_attempts(&mut tx, s, &lost, now_ms)?;
+    let mut report = ClaimReport::default();
+    for c in written.into_iter().map(|w| &changes[w]) {
+        let row = &rows[c.row];
+        let id = row.candidate.id;
+        match &c.decision {
+            ClaimDecision::Skip => {}
+            ClaimDecision::Hold { .. } => report.held.push((id, row.candidate.connection.clone())),
+            ClaimDecision::Run { attempt, lease_until_ms, failure, .. } => {
+                report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
             }
-            ClaimDecision::Run { attempt, lease_until_ms, lease_expired, failure } => {
-                let f = failure.as_ref();
-                let attempt_i = i64::from(*attempt);
-                let took = apply(
-                    &mut tx,
-                    s,
-                    &row,
-                    "state = 'running', attempts = $5, due_at = $6, lease_until = $6, claimed_at = $7, \
-                     last_code = $8, last_kind = $9, last_reason = $10",
-                    &[&attempt_i, lease_until_ms, &now_ms, &code(f), &kind(f), &reason(f)],
-                )?;
-                if took {
-                    report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
-                }
-                (took, *lease_expired)
+            ClaimDecision::GiveUp { failure, .. } => {
+                // What giving it up raises, stored now that its statement matched.
+                given_up(&mut tx, s, raise, row, failure, now_ms)?;
+                report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone()));
             }
-            ClaimDecision::GiveUp { failure, lease_expired, .. } => {
-                let f = Some(failure);
-                let end = end_reason_at_claim(&decision);
-                let took = apply(
-                    &mut tx,
-                    s,
-                    &row,
-                    "state = 'failed', due_at = NULL, lease_until = NULL, last_code = $5, last_kind = $6, \
-                     last_reason = $7, end_reason = $8",
-                    &[&code(f), &kind(f), &reason(f), &end],
-                )?;
-                if took {
-                    given_up(&mut tx, s, raise, &row, failure, now_ms)?;
-                }
-                (took, *lease_expired)
-            }
-        };
-        if took && lease_expired {
-            // The attempt a lost worker had counted, recorded only once this claim
-            // took the row.
-            let started = row.claimed_at.unwrap_or(now_ms);
-            let f = Failure::lease_expired();
-            insert_attempt(&mut tx, s, c.id, c.record.attempts, started, now_ms, Some(&f), None)?;
-        }
-        if took && matches!(decision, ClaimDecision::Handled | ClaimDecision::GiveUp { .. }) {
-            report.ended.push((c.id, c.subscriber.clone(), decision));
+            ClaimDecision::Handled => report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone())),
         }
     }
     tx.commit().map_err(pg_error)?;

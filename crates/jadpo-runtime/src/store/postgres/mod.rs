@@ -185,6 +185,24 @@ fn col<'a, T: postgres::types::FromSql<'a>>(row: &'a postgres::Row, name: &str) 
     row.try_get(name).map_err(pg_error)
 }
 
+/// The planner's settings for a claim's or a batch's transaction: walk the
+/// partial indexes in due order and reach rows by primary key, whatever the
+/// table's statistics say. A queue's statistics are nearly always wrong (a table
+/// filled in seconds, or a server with no autovacuum, has none), and a plan that
+/// sorts or scans the whole table turns a claim of 256 rows into a read of all of
+/// them. No path is forbidden: the others only cost more.
+const BULK_PLAN: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; \
+     SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; \
+     SET LOCAL enable_material = off; \
+     SET LOCAL jit = off";
+
+/// A transaction for a bulk claim or write, planned as [`BULK_PLAN`] says.
+fn bulk_transaction(client: &mut Client) -> Result<postgres::Transaction<'_>, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    tx.batch_execute(BULK_PLAN).map_err(pg_error)?;
+    Ok(tx)
+}
+
 /// `sql` with `{s}` replaced by the quoted schema.
 fn q(sql: &str, s: &str) -> String {
     sql.replace("{s}", s)
