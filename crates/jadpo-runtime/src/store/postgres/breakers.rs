@@ -1,10 +1,10 @@
 //! Breaker rows, shared by every process: each change one guarded statement; an
 //! outcome's count that loses a race is read again and counted again.
 
-use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise, Recorded};
+use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise};
 use super::builtin::alerted;
 use super::{StoreError, col, pg_error, q, u32_of};
-use crate::rules::breaker::{self, AfterAttempt, BreakerRow, Pause};
+use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
 use postgres::{Client, GenericClient, Row, Transaction};

@@ -13,7 +13,7 @@ use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
-fn read_rows(
+pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     s: &str,
     state: &str,
@@ -67,7 +67,7 @@ fn read_rows(
 
 /// One claim decision's write, as the bulk statement takes it: the row as read
 /// (the guard) and the values the decision gives it.
-struct Change {
+pub(super) struct Change {
     /// Index in the rows read.
     row: usize,
     decision: ClaimDecision,
@@ -82,7 +82,7 @@ struct Change {
 }
 
 impl Change {
-    fn of(row: usize, seen: &ClaimRow, decision: ClaimDecision) -> Option<Change> {
+    pub(super) fn of(row: usize, seen: &ClaimRow, decision: ClaimDecision) -> Option<Change> {
         let attempts = i64::from(seen.candidate.record.attempts);
         let end_reason = end_reason_at_claim(&decision);
         let (state, attempts, due_at, lease_until, sets_failure, failure) = match &decision {
@@ -110,7 +110,7 @@ impl Change {
 /// Write every decision of a claim in one statement, each row guarded by itself as
 /// read (state, attempts, due time): a row another process changed since is not
 /// written. Returns the indices, in `changes`, of the rows written.
-fn apply_all(
+pub(super) fn apply_all(
     tx: &mut Transaction<'_>,
     s: &str,
     rows: &[ClaimRow],

@@ -66,7 +66,7 @@ pub(super) fn insert_lost_attempts(
 /// `running` with this attempt from this claim (a reclaimed lease wins); the
 /// attempt row and handled record only with it. Returns the indices, in
 /// `outcomes`, of those written, in order.
-fn conclude_all(tx: &mut Transaction<'_>, s: &str, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+pub(super) fn conclude_all(tx: &mut Transaction<'_>, s: &str, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
     let n = outcomes.len();
     let (mut idx, mut id, mut attempt, mut started) = (vec![], vec![], vec![], vec![]);
     let (mut state, mut due_at, mut code, mut kind, mut reason, mut end_reason) =

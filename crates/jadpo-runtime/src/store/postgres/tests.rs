@@ -11,7 +11,7 @@
 use super::super::{NewDelivery, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store};
 use super::{PgStore, breakers, claims, outcomes};
 use crate::rules::breaker::BreakerRow;
-use crate::rules::{Decision, Outcome};
+use crate::rules::{ClaimDecision, Decision, Outcome};
 use jadpo_check::program::{BreakerState, DeliveryState};
 use postgres::{Client, NoTls};
 use std::time::{Duration, Instant};
@@ -127,9 +127,11 @@ fn claim_statement(db: &Db, meddling: &str) -> bool {
     if !meddling.is_empty() {
         tx.batch_execute(meddling).expect("meddle");
     }
-    let took = claims::apply(&mut tx, "\"jadpo\"", &rows[0], "state = 'held'", &[]).expect("apply");
+    let hold = ClaimDecision::Hold { lease_expired: false, failure: None };
+    let changes: Vec<claims::Change> = claims::Change::of(0, &rows[0], hold).into_iter().collect();
+    let took = claims::apply_all(&mut tx, "\"jadpo\"", &rows, &changes, T0).expect("apply");
     tx.commit().expect("commit");
-    took
+    took == vec![0]
 }
 
 #[test]
@@ -180,7 +182,7 @@ fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
     assert_eq!(db.row().0, "succeeded");
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
-    assert!(!outcomes::conclude(&mut tx, "\"jadpo\"", &recorded(T0 + 40_000)).expect("conclude"));
+    assert!(outcomes::conclude_all(&mut tx, "\"jadpo\"", &[recorded(T0 + 40_000)]).expect("conclude").is_empty());
 }
 
 #[test]
