@@ -13,7 +13,7 @@
 
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
-use crate::metrics::{METRICS_PATH, Metrics, MetricsSource};
+use crate::metrics::{METRICS_PATH, MetricsSource};
 use crate::payload::{PayloadError, new_event};
 use crate::store::{NewEvent, Store};
 use bytes::Bytes;
@@ -86,7 +86,7 @@ pub struct Ingest {
     pub wake: Arc<Notify>,
     /// Its limits.
     pub limits: IngestLimits,
-    /// The run's metrics, counting the events stored and served at `GET /metrics`.
+    /// The run's metrics, served at `GET /metrics` too.
     pub metrics: Option<MetricsSource>,
 }
 
@@ -108,9 +108,7 @@ struct Shared {
 /// the request it is in, and return once every queued event is answered.
 pub async fn serve(listener: TcpListener, ingest: Ingest, mut stop: watch::Receiver<bool>) {
     let (commits, queue) = mpsc::channel(MAX_COMMIT_BATCH * 4);
-    let counted = ingest.metrics.as_ref().map(|m| m.metrics.clone());
-    let committer =
-        tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone(), counted));
+    let committer = tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone()));
     let shared =
         Arc::new(Shared { program: ingest.program.clone(), commits, limits: ingest.limits, metrics: ingest.metrics });
     let head_timeout = ingest.limits.head_timeout;
@@ -191,15 +189,10 @@ async fn commit_loop(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
-    metrics: Option<Arc<Metrics>>,
 ) {
     let mut batch = Vec::with_capacity(MAX_COMMIT_BATCH);
     while queue.recv_many(&mut batch, MAX_COMMIT_BATCH).await > 0 {
         let (events, waiting): (Vec<NewEvent>, Vec<_>) = batch.drain(..).map(|p| (p.event, p.done)).unzip();
-        let names: Vec<String> = match &metrics {
-            Some(_) => events.iter().map(|e| e.name.clone()).collect(),
-            None => Vec::new(),
-        };
         let store = store.clone();
         let now = clock.now_ms();
         let stored = tokio::task::spawn_blocking(move || store.emit(&events, now)).await;
@@ -212,9 +205,6 @@ async fn commit_loop(
         match ids {
             Ok(ids) => {
                 wake.notify_waiters();
-                if let Some(m) = &metrics {
-                    m.events_stored(names.iter().map(String::as_str));
-                }
                 for (done, id) in waiting.into_iter().zip(ids) {
                     let _ = done.send(Ok(id));
                 }

@@ -102,7 +102,9 @@ fn lag_histogram() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     connections: Vec<String>,
-    events_stored: Family<EventLabels, Counter>,
+    events_stored: Family<EventLabels, Gauge>,
+    /// The program's events: the only names the events' gauge shows.
+    events: Vec<String>,
     attempts: Family<AttemptLabels, Counter>,
     attempt_duration: Family<ConnectionLabels, Histogram, fn() -> Histogram>,
     claim_lag: Family<SubscriberLabels, Histogram, fn() -> Histogram>,
@@ -133,10 +135,10 @@ impl Metrics {
     /// an alert sees it before its first change.
     pub fn new(program: &Program) -> Metrics {
         let mut registry = Registry::with_prefix("jadpo");
-        let events_stored = Family::<EventLabels, Counter>::default();
+        let events_stored = Family::<EventLabels, Gauge>::default();
         registry.register(
             "events_stored",
-            "Events this process stored (through `--listen`), by event name",
+            "Events in the store, by event name, whoever stored them (`emit`, `--listen`, SQL, jadpo's own)",
             events_stored.clone(),
         );
         let attempts = Family::<AttemptLabels, Counter>::default();
@@ -175,8 +177,9 @@ impl Metrics {
             Unit::Seconds,
             oldest_pending.clone(),
         );
-        for e in &program.events {
-            let _ = events_stored.get_or_create(&EventLabels { event: e.name.clone() });
+        let events: Vec<String> = program.events.iter().map(|e| e.name.clone()).collect();
+        for e in &events {
+            let _ = events_stored.get_or_create(&EventLabels { event: e.clone() });
         }
         for s in DeliveryState::ALL {
             let _ = deliveries.get_or_create(&StateLabels { state: s.as_str() });
@@ -192,6 +195,7 @@ impl Metrics {
             registry,
             connections,
             events_stored,
+            events,
             attempts,
             attempt_duration,
             claim_lag,
@@ -199,13 +203,6 @@ impl Metrics {
             breaker_state,
             oldest_pending,
             refreshed_at: Mutex::new(None),
-        }
-    }
-
-    /// Events of these names were stored.
-    pub fn events_stored<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
-        for name in names {
-            self.events_stored.get_or_create(&EventLabels { event: name.to_string() }).inc();
         }
     }
 
@@ -241,9 +238,17 @@ impl Metrics {
         true
     }
 
-    /// Read the store's figures at `now_ms`: deliveries by state, the oldest
-    /// pending delivery, the breakers.
+    /// Read the store's figures at `now_ms`: events by name (only the program's:
+    /// a name written in SQL that the program does not declare is not a label),
+    /// deliveries by state, the oldest pending delivery, the breakers.
     pub fn refresh(&self, store: &dyn Store, now_ms: i64) -> Result<(), StoreError> {
+        let counts = store.event_counts()?;
+        for e in &self.events {
+            let n = counts.by_name.iter().find(|(name, _)| name == e).map_or(0, |(_, n)| *n);
+            self.events_stored
+                .get_or_create(&EventLabels { event: e.clone() })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
         let status = store.status(now_ms)?;
         for (state, n) in status.states {
             let n = i64::try_from(n).unwrap_or(i64::MAX);
@@ -389,11 +394,8 @@ mod tests {
         let m = Metrics::new(&Program::default());
         m.attempt("s", "c", &Outcome::ok(), 1500);
         m.claimed("s", 0, 250);
-        m.events_stored(["Paid"]);
         let text = m.encode();
         for line in [
-            "# TYPE jadpo_events_stored counter",
-            "jadpo_events_stored_total{event=\"Paid\"} 1",
             "jadpo_attempts_total{subscriber=\"s\",outcome=\"succeeded\",kind=\"\"} 1",
             "jadpo_attempt_duration_seconds_sum{connection=\"c\"} 1.5",
             "jadpo_claim_lag_seconds_count{subscriber=\"s\"} 1",
@@ -404,8 +406,9 @@ mod tests {
         }
         let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
         let types = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
-        // Every family but the breakers', which has no series in a program
-        // without connections (a family without series is left out).
-        assert_eq!((helps, types), (6, 6), "{text}");
+        // Every family but the breakers' and the events', which have no series in
+        // a program without connections or events (a family without series is
+        // left out).
+        assert_eq!((helps, types), (5, 5), "{text}");
     }
 }

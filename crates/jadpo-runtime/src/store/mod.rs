@@ -685,13 +685,15 @@ pub struct Replay {
     pub event: NewEvent,
 }
 
-/// Events counted for `jadpoc status`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Events counted for `jadpoc status` and the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventCounts {
     /// Events kept invalid (their payload did not match the program).
     pub invalid: u64,
     /// Events written in SQL not yet expanded.
     pub unexpanded: u64,
+    /// Events in the store by name, whoever stored them.
+    pub by_name: Vec<(String, u64)>,
 }
 
 /// The store's operations; each call is one transaction.

@@ -193,8 +193,16 @@ pub(super) fn counts(c: &mut Client, s: &str) -> Result<EventCounts, StoreError>
             &[],
         )
         .map_err(pg_error)?;
+    let names = c
+        .query(&q("SELECT name, count(*) AS n FROM {s}.events GROUP BY name ORDER BY name", s), &[])
+        .map_err(pg_error)?;
+    let by_name = names
+        .iter()
+        .map(|r| Ok((col::<String>(r, "name")?, u64::try_from(col::<i64>(r, "n")?).unwrap_or(0))))
+        .collect::<Result<Vec<_>, StoreError>>()?;
     Ok(EventCounts {
         invalid: u64::try_from(col::<i64>(&row, "invalid")?).unwrap_or(0),
         unexpanded: u64::try_from(col::<i64>(&row, "unexpanded")?).unwrap_or(0),
+        by_name,
     })
 }

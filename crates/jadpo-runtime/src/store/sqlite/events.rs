@@ -200,8 +200,12 @@ pub(super) fn replay(conn: &mut Connection, replays: &[Replay], now_ms: i64) -> 
 }
 
 pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts, StoreError> {
+    let by_name = conn
+        .prepare("SELECT name, count(*) FROM jadpo_events GROUP BY name ORDER BY name")?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0))))?
+        .collect::<Result<Vec<_>, _>>()?;
     if !states {
-        return Ok(EventCounts::default());
+        return Ok(EventCounts { by_name, ..EventCounts::default() });
     }
     let (invalid, unexpanded): (i64, i64) = conn.query_row(
         "SELECT (SELECT count(*) FROM jadpo_events WHERE invalid_code IS NOT NULL), \
@@ -209,7 +213,11 @@ pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts,
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    Ok(EventCounts { invalid: u64::try_from(invalid).unwrap_or(0), unexpanded: u64::try_from(unexpanded).unwrap_or(0) })
+    Ok(EventCounts {
+        invalid: u64::try_from(invalid).unwrap_or(0),
+        unexpanded: u64::try_from(unexpanded).unwrap_or(0),
+        by_name,
+    })
 }
 
 #[cfg(test)]
