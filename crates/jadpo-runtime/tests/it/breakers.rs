@@ -3,7 +3,7 @@
 //! once. Run on every store, as the rest of the suite.
 
 use crate::common;
-use common::fixture::{self, Fixture};
+use common::fixture::Fixture;
 
 use common::{T0, TIMEOUT_MS, claim, event};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
@@ -204,34 +204,11 @@ fn the_alert_counts_what_the_outage_holds(f: &dyn Fixture) {
     assert_eq!(claim(store, T0 + 1, 50).held.len(), 15);
 }
 
-/// The breaker tests, on every store.
-macro_rules! breaker_suite {
-    ($fixture:path) => {
-        breaker_suite!(@tests $fixture;
-            two_processes_race_to_open_alert_probe_and_release,
-            a_delivery_running_when_the_breaker_opened_closes_it_with_its_answer,
-            a_lost_probe_is_lost_when_its_lease_ends,
-            the_sweep_releases_deliveries_a_closed_breaker_still_holds,
-            the_alert_counts_what_the_outage_holds,
-        );
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-pub(crate) use breaker_suite;
-
-mod sqlite {
-    super::breaker_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    super::breaker_suite!(super::fixture::postgres);
-}
+// Each test above, on every store.
+crate::common::on_every_store!(
+    two_processes_race_to_open_alert_probe_and_release,
+    a_delivery_running_when_the_breaker_opened_closes_it_with_its_answer,
+    a_lost_probe_is_lost_when_its_lease_ends,
+    the_sweep_releases_deliveries_a_closed_breaker_still_holds,
+    the_alert_counts_what_the_outage_holds,
+);

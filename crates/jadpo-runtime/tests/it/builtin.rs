@@ -3,7 +3,7 @@
 //! the checker declares; never about a delivery of a built-in event itself.
 
 use crate::common::T0;
-use crate::common::fixture::{self, Fixture};
+use crate::common::fixture::Fixture;
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::{VirtualClock, rfc3339};
@@ -254,34 +254,13 @@ fn a_breaker_that_closes_raises_connection_recovered_with_the_outage(f: &dyn Fix
     assert_eq!(of(&*store, "on_recovered").len(), 1);
 }
 
-macro_rules! builtin_suite {
-    ($fixture:path) => {
-        builtin_suite!(@tests $fixture;
-            a_failed_delivery_raises_one_delivery_failed_with_its_fields,
-            a_parked_delivery_raises_delivery_parked,
-            a_delivery_given_up_at_its_claim_raises_delivery_failed,
-            a_stale_outcome_raises_nothing,
-            an_alert_that_fails_raises_nothing_about_itself,
-            an_outage_raises_one_connection_unavailable_however_many_processes_tick,
-            a_breaker_that_closes_raises_connection_recovered_with_the_outage,
-        );
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-
-mod sqlite {
-    builtin_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    builtin_suite!(super::fixture::postgres);
-}
+// Each test above, on every store.
+crate::common::on_every_store!(
+    a_failed_delivery_raises_one_delivery_failed_with_its_fields,
+    a_parked_delivery_raises_delivery_parked,
+    a_delivery_given_up_at_its_claim_raises_delivery_failed,
+    a_stale_outcome_raises_nothing,
+    an_alert_that_fails_raises_nothing_about_itself,
+    an_outage_raises_one_connection_unavailable_however_many_processes_tick,
+    a_breaker_that_closes_raises_connection_recovered_with_the_outage,
+);

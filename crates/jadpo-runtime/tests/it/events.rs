@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::fixture::{self, Fixture};
+use common::fixture::Fixture;
 use common::{T0, event};
 use jadpo_check::program::DeliveryState;
 use jadpo_runtime::store::{
@@ -124,30 +124,9 @@ fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
     assert!(store.event(replayed[0] + 100).unwrap().is_none());
 }
 
-macro_rules! events_suite {
-    ($fixture:path) => {
-        events_suite!(@tests $fixture;
-            an_event_written_in_sql_is_expanded_once_or_kept_invalid,
-            two_handles_never_expand_one_event_twice,
-            events_are_listed_newest_first_shown_and_replayed,
-        );
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-
-mod sqlite {
-    events_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    events_suite!(super::fixture::postgres);
-}
+// Each test above, on every store.
+crate::common::on_every_store!(
+    an_event_written_in_sql_is_expanded_once_or_kept_invalid,
+    two_handles_never_expand_one_event_twice,
+    events_are_listed_newest_first_shown_and_replayed,
+);

@@ -183,39 +183,18 @@ fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
     assert!(store.breakers().expect("breakers")[0].row.pause.is_some());
 }
 
-macro_rules! pause_suite {
-    ($fixture:path) => {
-        pause_suite!(@tests $fixture;
-            a_paused_connection_holds_everything_until_resumed,
-            a_pause_for_a_while_ends_by_itself,
-            an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing,
-            a_connection_never_used_can_be_paused,
-        );
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
+// Each test above, on every store.
+crate::common::on_every_store!(
+    a_paused_connection_holds_everything_until_resumed,
+    a_pause_for_a_while_ends_by_itself,
+    an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing,
+    a_connection_never_used_can_be_paused,
+);
 
-mod sqlite {
-    pause_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    pause_suite!(super::fixture::postgres);
-
-    /// Only PostgreSQL lets the pause land between a claim's read and its write.
-    #[test]
-    fn a_probe_decided_before_a_pause_is_held() {
-        if let Some(f) = super::fixture::postgres() {
-            super::a_probe_decided_before_a_pause_is_held(&*f);
-        }
+/// Only PostgreSQL lets the pause land between a claim's read and its write.
+#[test]
+fn a_probe_decided_before_a_pause_is_held_on_postgres() {
+    if let Some(f) = fixture::postgres() {
+        a_probe_decided_before_a_pause_is_held(&*f);
     }
 }

@@ -4,7 +4,7 @@
 //! too; an event goes once none of its deliveries is left. Run on every store.
 
 use crate::common;
-use common::fixture::{self, Fixture};
+use common::fixture::Fixture;
 
 use common::{T0, claim, event};
 use jadpo_check::program::{DeliveryState, FailureKind};
@@ -123,26 +123,5 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
     assert_eq!(store.delivery(7).expect("read").expect("there").0.state, Succeeded);
 }
 
-macro_rules! retention_suite {
-    ($fixture:path) => {
-        retention_suite!(@tests $fixture; final_deliveries_older_than_the_cut_go_with_their_history,);
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-
-mod sqlite {
-    retention_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    retention_suite!(super::fixture::postgres);
-}
+// Each test above, on every store.
+crate::common::on_every_store!(final_deliveries_older_than_the_cut_go_with_their_history,);

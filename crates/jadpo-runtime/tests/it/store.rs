@@ -435,45 +435,21 @@ fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
     assert!(store.record(&batch).unwrap().is_empty());
 }
 
-/// Each test of the suite above, run on the store a fixture function gives
-/// (`None`: that store is not available here, and the fixture said why).
-macro_rules! store_suite {
-    ($fixture:path) => {
-        store_suite!(@tests $fixture;
-            emit_claim_and_record_a_success,
-            a_retryable_failure_is_pending_again_with_its_failure_kept,
-            an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses,
-            an_expired_lease_on_the_last_attempt_fails_at_the_claim,
-            an_expired_lease_on_the_last_attempt_ends_attempts_used,
-            a_claim_after_the_window_gives_up_deadline_exceeded,
-            operator_retry_gives_a_fresh_budget_and_keeps_history,
-            two_handles_never_claim_one_delivery_twice,
-            schedules_are_due_every_period_and_catch_up_once,
-            a_delivery_keeps_why_it_ended,
-            each_attempt_keeps_its_failure_reason,
-            a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
-        );
-    };
-    (@tests $fixture:path; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-pub(crate) use store_suite;
-
-mod sqlite {
-    super::store_suite!(super::fixture::sqlite);
-}
-
-mod postgres {
-    super::store_suite!(super::fixture::postgres);
-}
+// Each test above, on every store.
+crate::common::on_every_store!(
+    emit_claim_and_record_a_success,
+    a_retryable_failure_is_pending_again_with_its_failure_kept,
+    an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses,
+    an_expired_lease_on_the_last_attempt_fails_at_the_claim,
+    an_expired_lease_on_the_last_attempt_ends_attempts_used,
+    a_claim_after_the_window_gives_up_deadline_exceeded,
+    operator_retry_gives_a_fresh_budget_and_keeps_history,
+    two_handles_never_claim_one_delivery_twice,
+    schedules_are_due_every_period_and_catch_up_once,
+    a_delivery_keeps_why_it_ended,
+    each_attempt_keeps_its_failure_reason,
+    a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
+);
 
 /// A folder made read-only for real: a small filesystem remounted read-only when
 /// running as root (who ignores permissions), else permissions taken away.
