@@ -121,6 +121,15 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
     );
     assert!(r.run.iter().all(|c| c.id != 7));
     assert_eq!(store.delivery(7).expect("read").expect("there").0.state, Succeeded);
+
+    // Delivery 7 ended at that claim, days after its first: its age counts from
+    // its end, so a cut between the two keeps it, and one after takes it.
+    let kept = retention::prune(store, &plan(T0 + 2 * DAY, false)).expect("prune");
+    assert_eq!(kept.deliveries, 0, "{kept:?}");
+    assert_eq!(store.delivery(7).expect("read").expect("there").0.state, Succeeded);
+    let gone = retention::prune(store, &plan(T0 + 5 * DAY, false)).expect("prune");
+    assert_eq!(gone.deliveries, 1, "{gone:?}");
+    assert!(store.delivery(7).expect("read").is_none());
 }
 
 // Each test above, on every store.

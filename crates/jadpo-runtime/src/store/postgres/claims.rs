@@ -147,7 +147,8 @@ pub(super) fn apply_all(
     let sql = q(
         "UPDATE {s}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
          lease_until = u.lease_until, \
-         claimed_at = CASE WHEN u.state = 'running' THEN $1::bigint ELSE d.claimed_at END, \
+         claimed_at = CASE WHEN u.state IN ('running', 'succeeded', 'failed') THEN $1::bigint \
+         ELSE d.claimed_at END, \
          held_since = CASE WHEN u.state = 'held' THEN $1::bigint ELSE d.held_since END, \
          held_connection = CASE WHEN u.state = 'held' THEN u.connection ELSE d.held_connection END, \
          last_code = CASE WHEN u.sets_failure THEN u.code ELSE d.last_code END, \

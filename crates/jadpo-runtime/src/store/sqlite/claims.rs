@@ -111,15 +111,22 @@ pub(super) fn hold(
     Ok(n == 1)
 }
 
-/// End the delivery `succeeded` without running it: a handled record exists.
-pub(super) fn end_handled(tx: &Transaction<'_>, seen: Seen<'_>, end_reason: &str) -> Result<bool, StoreError> {
+/// End the delivery `succeeded` without running it: a handled record exists. The
+/// claim's time is kept as its last (retention counts a final delivery's age
+/// from it).
+pub(super) fn end_handled(
+    tx: &Transaction<'_>,
+    seen: Seen<'_>,
+    end_reason: &str,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
     let sql = format!(
         "UPDATE jadpo_deliveries SET state = 'succeeded', due_at = NULL, lease_until = NULL, \
-         end_reason = :end_reason {AS_SEEN}"
+         claimed_at = :now, end_reason = :end_reason {AS_SEEN}"
     );
     let n = tx.prepare_cached(&sql)?.execute(named_params! {
         ":id": seen.id, ":seen_state": seen.state, ":seen_attempts": seen.attempts, ":seen_due_at": seen.due_at,
-        ":end_reason": end_reason,
+        ":end_reason": end_reason, ":now": now_ms,
     })?;
     Ok(n == 1)
 }
@@ -148,21 +155,23 @@ pub(super) fn start_run(
     Ok(n == 1)
 }
 
-/// Give the delivery up at the claim: `failed`, keeping `failure`.
+/// Give the delivery up at the claim: `failed`, keeping `failure` (and the claim's
+/// time as its last, as [`end_handled`] does).
 pub(super) fn give_up(
     tx: &Transaction<'_>,
     seen: Seen<'_>,
     failure: &Failure,
     end_reason: &str,
+    now_ms: i64,
 ) -> Result<bool, StoreError> {
     let sql = format!(
         "UPDATE jadpo_deliveries SET state = 'failed', due_at = NULL, lease_until = NULL, \
-         last_code = :code, last_kind = :kind, last_reason = :reason, end_reason = :end_reason {AS_SEEN}"
+         claimed_at = :now, last_code = :code, last_kind = :kind, last_reason = :reason, end_reason = :end_reason {AS_SEEN}"
     );
     let n = tx.prepare_cached(&sql)?.execute(named_params! {
         ":id": seen.id, ":seen_state": seen.state, ":seen_attempts": seen.attempts, ":seen_due_at": seen.due_at,
         ":code": failure.code, ":kind": failure.kind.as_str(), ":reason": reason_of(failure),
-        ":end_reason": end_reason,
+        ":end_reason": end_reason, ":now": now_ms,
     })?;
     Ok(n == 1)
 }
@@ -223,7 +232,7 @@ pub(super) fn claim(
                 (took, *lease_expired)
             }
             ClaimDecision::Handled => {
-                let took = end_handled(&tx, seen, end_reason_at_claim(&decision).unwrap_or_default())?;
+                let took = end_handled(&tx, seen, end_reason_at_claim(&decision).unwrap_or_default(), now_ms)?;
                 (took, false)
             }
             ClaimDecision::Run { attempt, lease_until_ms, lease_expired, failure } => {
@@ -234,7 +243,7 @@ pub(super) fn claim(
                 (took, *lease_expired)
             }
             ClaimDecision::GiveUp { failure, lease_expired, .. } => {
-                let took = give_up(&tx, seen, failure, end_reason_at_claim(&decision).unwrap_or_default())?;
+                let took = give_up(&tx, seen, failure, end_reason_at_claim(&decision).unwrap_or_default(), now_ms)?;
                 if took {
                     given_up(&tx, raise, &row, failure, now_ms)?;
                 }

@@ -67,9 +67,9 @@ fn a_claim_statement_on_a_row_changed_since_changes_nothing() {
             let before = row(&s);
             let took = write(&s, |tx| match statement {
                 0 => claims::hold(tx, PENDING, "c", Some(&failure), T0),
-                1 => claims::end_handled(tx, PENDING, "handled"),
+                1 => claims::end_handled(tx, PENDING, "handled", T0),
                 2 => claims::start_run(tx, PENDING, 1, T0 + 31_000, T0, None),
-                _ => claims::give_up(tx, PENDING, &failure, "past_window"),
+                _ => claims::give_up(tx, PENDING, &failure, "past_window", T0),
             })
             .expect("statement");
             assert!(!took, "statement {statement} after `{meddling}`");
@@ -81,9 +81,9 @@ fn a_claim_statement_on_a_row_changed_since_changes_nothing() {
         let s = store();
         let took = write(&s, |tx| match statement {
             0 => claims::hold(tx, PENDING, "c", None, T0),
-            1 => claims::end_handled(tx, PENDING, "handled"),
+            1 => claims::end_handled(tx, PENDING, "handled", T0),
             2 => claims::start_run(tx, PENDING, 1, T0 + 31_000, T0, None),
-            _ => claims::give_up(tx, PENDING, &failure, "past_window"),
+            _ => claims::give_up(tx, PENDING, &failure, "past_window", T0),
         })
         .expect("statement");
         assert!(took, "statement {statement} on the row as read");
