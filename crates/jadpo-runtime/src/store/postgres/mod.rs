@@ -45,6 +45,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long a pooled connection may sit idle before it is checked (a round trip)
+/// before use.
+const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// Connections kept open for reuse; more are opened when more threads need one.
 const POOL_KEEP: usize = 8;
 
@@ -57,7 +61,8 @@ pub struct PgStore {
     location: PgLocation,
     /// The quoted schema, for the statements' `{s}`.
     s: String,
-    pool: Mutex<Vec<Client>>,
+    /// Idle connections, each with when it was last put back.
+    pool: Mutex<Vec<(Client, Instant)>>,
     /// How long an unreachable server is tried again before an operation fails.
     reconnect_for: Duration,
     /// Set when the store is dropped, to end its listening thread.
@@ -133,11 +138,13 @@ impl PgStore {
         }
     }
 
-    fn take(&self) -> Result<Client, StoreError> {
+    /// A pooled connection (the one put back last) and how long it has been idle,
+    /// or a fresh one.
+    fn take(&self) -> Result<(Client, Duration), StoreError> {
         let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match pooled {
-            Some(c) if !c.is_closed() => Ok(c),
-            _ => self.fresh_client(),
+            Some((c, at)) if !c.is_closed() => Ok((c, at.elapsed())),
+            _ => Ok((self.fresh_client()?, Duration::ZERO)),
         }
     }
 
@@ -147,17 +154,19 @@ impl PgStore {
         }
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_KEEP {
-            pool.push(client);
+            pool.push((client, Instant::now()));
         }
     }
 
     /// Run `f` on a pooled connection. A connection that broke before the
     /// operation could start is replaced and the operation run on the new one.
     fn with_client<T>(&self, mut f: impl FnMut(&mut Client, &str) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let mut client = self.take()?;
-        // A cheap check that the pooled connection still answers, so a server
-        // restart since it was used costs a reconnect, not a failed operation.
-        if client.is_valid(Duration::from_secs(5)).is_err() {
+        let (mut client, idle) = self.take()?;
+        // A check that a connection idle for a while still answers, so a server
+        // restart since it was used costs a reconnect, not a failed operation. A
+        // busy store's connections are never idle that long and skip the round
+        // trip; one the server closed is found closed without it.
+        if idle >= CHECK_AFTER_IDLE && client.is_valid(Duration::from_secs(5)).is_err() {
             client = self.fresh_client()?;
         }
         let out = f(&mut client, &self.s);
