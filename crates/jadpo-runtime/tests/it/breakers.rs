@@ -5,31 +5,11 @@
 use crate::common;
 use common::fixture::Fixture;
 
-use common::{T0, TIMEOUT_MS, claim, event};
-use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
+use common::{T0, TIMEOUT_MS, claim, event, record_all};
+use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::store::{ClaimReport, DeliveryFilter, NewEvent, Recorded, Store};
-use rand::SeedableRng;
+use jadpo_runtime::store::{DeliveryFilter, NewEvent, Store};
 use std::sync::Barrier;
-
-/// Record every claimed delivery's outcome, decided by the core.
-fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
-    let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
-    let recs: Vec<Recorded> = report
-        .run
-        .iter()
-        .map(|c| Recorded {
-            id: c.id,
-            connection: c.connection.clone(),
-            attempt: c.attempt,
-            started_at_ms: c.claimed_at_ms,
-            ended_at_ms: now,
-            outcome: outcome.clone(),
-            decision: rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
-        })
-        .collect();
-    store.record(&recs).expect("record");
-}
 
 fn count(store: &dyn Store, state: DeliveryState) -> usize {
     store.deliveries(&DeliveryFilter { state: Some(state), ..Default::default() }).expect("list").len()

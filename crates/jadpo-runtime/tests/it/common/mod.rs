@@ -6,8 +6,9 @@
 pub mod fixture;
 
 use jadpo_check::program::Budget;
-use jadpo_runtime::rules::{self, breaker};
-use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Store};
+use jadpo_runtime::rules::{self, Outcome, breaker};
+use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Recorded, Store};
+use rand::SeedableRng;
 
 /// The tests' "now" at the start.
 pub const T0: i64 = 1_700_000_000_000;
@@ -62,3 +63,22 @@ macro_rules! on_every_store {
     };
 }
 pub(crate) use on_every_store;
+
+/// Record every claimed delivery's outcome, decided by the core.
+pub fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
+    let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
+    let recs: Vec<Recorded> = report
+        .run
+        .iter()
+        .map(|c| Recorded {
+            id: c.id,
+            connection: c.connection.clone(),
+            attempt: c.attempt,
+            started_at_ms: c.claimed_at_ms,
+            ended_at_ms: now,
+            outcome: outcome.clone(),
+            decision: rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
+        })
+        .collect();
+    store.record(&recs).expect("record");
+}
