@@ -21,6 +21,10 @@ pub const DEFAULT_POLL_MS: u64 = 100;
 pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
 /// How often the tick runs (breaker sweeps, schedules).
 pub const TICK_MS: u64 = SECOND_MS;
+/// How often, at least, a process's claims on PostgreSQL read the due indexes
+/// from their heads rather than on from where its last claim stopped (a row
+/// another process let go of behind that point waits this long at most).
+pub const CLAIM_FROM_HEAD_EVERY_MS: u64 = TICK_MS;
 /// How often `jadpoc run --retain` prunes what is older than its cut.
 pub const RETAIN_EVERY_MS: u64 = 5 * 60 * SECOND_MS;
 /// Most deliveries retention deletes in one transaction, so that a running

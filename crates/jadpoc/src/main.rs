@@ -10,6 +10,13 @@ mod store;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// mimalloc rather than the system allocator: `jadpoc run` allocates and frees a
+/// delivery's strings, rows and task on many threads at a high rate, and glibc's
+/// per-thread arenas gave much of that time back to the kernel (memory trimmed,
+/// then faulted in again).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The jadpo toolchain: check programs, run them on the outbox runtime, test them in
 /// virtual time.
 #[derive(Parser)]

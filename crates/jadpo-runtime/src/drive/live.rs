@@ -299,10 +299,12 @@ async fn claim_loop(
                 break;
             };
             let (rt2, tx2) = (rt.clone(), tx.clone());
-            let work = async move {
+            // Boxed: the task is moved at its spawn and as it ends, and an
+            // attempt's future is large.
+            let work = Box::pin(async move {
                 let done = rt2.attempt(c).await;
                 let _ = tx2.send(done).await;
-            };
+            });
             spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), work);
         }
         // The permits no claimed delivery needed go back now.

@@ -1,36 +1,93 @@
 //! Claims: due deliveries locked with `FOR UPDATE SKIP LOCKED` (two processes
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
+//!
+//! A process claims one batch at a time, and reads on from where its last claim
+//! stopped (its [`ClaimCursor`]) rather than from the head of the due indexes:
+//! every delivery that leaves `pending` or `running` leaves a dead entry at the
+//! head of its index until a vacuum removes it, and a claim that started at the
+//! head would step over all of them, a cost growing with every delivery handled.
 
 use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, Raise, end_reason_at_claim};
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{LostAttempt, insert_lost_attempts};
 use super::{StoreError, bulk_transaction, col, failure_of, pg_error, q, state_of, u32_of};
+use crate::config::CLAIM_FROM_HEAD_EVERY_MS;
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
+/// Where a process's next claim reads from, in each due index, as the due time
+/// and id of the last entry it need not read again.
+///
+/// - **Ended leases** (`running`): a lease ends at least the lease grace after
+///   its claim, so one ending by the time of a read was read by it; the next read
+///   starts after that time (or after the last row a full batch took).
+/// - **Due deliveries** (`pending`): while a batch comes back full (a backlog is
+///   being drained) the next claim reads on after its last row; a claim that
+///   found fewer, or skipped one it left waiting, sends the next back to the
+///   head.
+///
+/// A row the cursor has passed can still be due: one another process had locked
+/// when the read passed it and then let go (its transaction rolled back), or
+/// one committed late with an earlier due time. Each index is therefore read
+/// from its head at least every [`CLAIM_FROM_HEAD_EVERY_MS`] of the claims'
+/// clock, so such a row waits that long at most.
+#[derive(Debug, Default)]
+pub(super) struct ClaimCursor {
+    running: Option<(i64, i64)>,
+    running_head_at: Option<i64>,
+    pending: Option<(i64, i64)>,
+    pending_head_at: Option<i64>,
+}
+
+/// The entry a read starts after: `None` (the head) when the index was last read
+/// from its head long enough ago, or the clock went back.
+fn start(after: Option<(i64, i64)>, head_at: &mut Option<i64>, now_ms: i64) -> Option<(i64, i64)> {
+    let fresh = head_at.is_some_and(|at| now_ms >= at && now_ms - at < CLAIM_FROM_HEAD_EVERY_MS as i64);
+    if fresh && after.is_some() {
+        return after;
+    }
+    *head_at = Some(now_ms);
+    None
+}
+
+/// The (due time, id) a row is read in.
+fn position(row: &ClaimRow) -> (i64, i64) {
+    (row.due_at.unwrap_or(i64::MIN), row.candidate.id)
+}
+
 pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     s: &str,
-    state: &str,
+    of: DeliveryState,
+    after: Option<(i64, i64)>,
     now_ms: i64,
     limit: usize,
 ) -> Result<Vec<ClaimRow>, StoreError> {
+    // The state (pending: due deliveries; running: ended leases) is written into
+    // the statement, not passed, so that the partial index of that state is the
+    // plan's whatever the parameters; the handled
+    // record is a join reached by key, row by row (a subquery could be planned as
+    // a hash of the whole table).
     let sql = q(
-        "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, d.budget_start, \
-         d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
-         EXISTS (SELECT 1 FROM {s}.handled h WHERE h.delivery_id = d.id) AS handled, \
-         e.id AS event_id, e.name AS event, e.payload \
-         FROM {s}.deliveries d JOIN {s}.events e ON e.id = d.event_id \
-         WHERE d.state = $1 AND d.due_at <= $2 ORDER BY d.due_at, d.id LIMIT $3 \
-         FOR UPDATE OF d SKIP LOCKED",
+        &format!(
+            "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
+             d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
+             h.delivery_id IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload \
+             FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
+             LEFT JOIN {{s}}.handled h ON h.delivery_id = d.id \
+             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
+             ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
+            of.as_str()
+        ),
         s,
     );
-    let rows = tx.query(&sql, &[&state, &now_ms, &(limit as i64)]).map_err(pg_error)?;
+    let (after_due, after_id) = after.unwrap_or((i64::MIN, i64::MIN));
+    let rows = tx.query(&sql, &[&now_ms, &after_due, &after_id, &(limit as i64)]).map_err(pg_error)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let st: String = col(r, "state")?;
@@ -199,16 +256,31 @@ pub(super) fn apply_all(
 pub(super) fn claim(
     client: &mut Client,
     s: &str,
+    cursor: &mut ClaimCursor,
     now_ms: i64,
     limit: usize,
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
+    let mut next = ClaimCursor {
+        running_head_at: cursor.running_head_at,
+        pending_head_at: cursor.pending_head_at,
+        ..ClaimCursor::default()
+    };
     let mut tx = bulk_transaction(client)?;
-    let mut rows = read_rows(&mut tx, s, "running", now_ms, limit)?;
-    let left = limit.saturating_sub(rows.len());
+    let after = start(cursor.running, &mut next.running_head_at, now_ms);
+    let mut rows = read_rows(&mut tx, s, DeliveryState::Running, after, now_ms, limit)?;
+    // Every lease ending by now was read, unless the batch was full.
+    next.running = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
+    let expired = rows.len();
+    let left = limit.saturating_sub(expired);
     if left > 0 {
-        rows.extend(read_rows(&mut tx, s, "pending", now_ms, left)?);
+        let after = start(cursor.pending, &mut next.pending_head_at, now_ms);
+        let pending = read_rows(&mut tx, s, DeliveryState::Pending, after, now_ms, left)?;
+        next.pending = if pending.len() == left { pending.last().map(position) } else { None };
+        rows.extend(pending);
+    } else {
+        next.pending = cursor.pending;
     }
     let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
     let mut changes = Vec::with_capacity(rows.len());
@@ -229,7 +301,13 @@ pub(super) fn claim(
                 decision = decision.held();
             }
         }
-        changes.extend(Change::of(i, row, decision));
+        match Change::of(i, row, decision) {
+            Some(change) => changes.push(change),
+            // A due row left for later (its connection's slots are taken): the
+            // next claim reads it again, from the head.
+            None if i >= expired => next.pending = None,
+            None => next.running = None,
+        }
     }
     let written = apply_all(&mut tx, s, &rows, &changes, now_ms)?;
     // The attempts lost workers had counted, recorded only for the rows this claim
@@ -267,5 +345,6 @@ pub(super) fn claim(
         }
     }
     tx.commit().map_err(pg_error)?;
+    *cursor = next;
     Ok(report)
 }

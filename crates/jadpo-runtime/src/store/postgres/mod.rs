@@ -67,6 +67,10 @@ pub struct PgStore {
     reconnect_for: Duration,
     /// Set when the store is dropped, to end its listening thread.
     stop_listening: Arc<AtomicBool>,
+    /// Where this process's next claim reads from; held for the whole claim, so
+    /// that the process's claims run one at a time and never step over each
+    /// other's locked rows.
+    claims: Mutex<claims::ClaimCursor>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -105,6 +109,7 @@ impl PgStore {
             pool: Mutex::new(Vec::new()),
             reconnect_for: options.lock_wait.min(RECONNECT_FOR),
             stop_listening: Arc::new(AtomicBool::new(false)),
+            claims: Mutex::new(claims::ClaimCursor::default()),
         };
         let mut client = store.fresh_client()?;
         match options.access {
@@ -342,7 +347,8 @@ impl Store for PgStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
-        self.with_client(|c, s| claims::claim(c, s, now_ms, limit, decide, raise))
+        let mut cursor = self.claims.lock().unwrap_or_else(|e| e.into_inner());
+        self.with_client(|c, s| claims::claim(c, s, &mut cursor, now_ms, limit, decide, raise))
     }
 
     fn record_raising(

@@ -136,6 +136,13 @@ $$;
 CREATE TRIGGER events_notify AFTER INSERT ON {s}.events
     FOR EACH STATEMENT EXECUTE FUNCTION {s}.notify_events();
 "#,
+    r#"
+-- A delivery's state changes twice in its life at least (claimed, then ended),
+-- and each change writes an entry into every index of the table: the index by
+-- subscriber and state cost every delivery two entries for what only listings
+-- read (`deliveries --subscriber`, `status`), which scan the table instead.
+DROP INDEX {s}.deliveries_subscriber;
+"#,
 ];
 
 /// The newest schema version this build knows.

@@ -122,7 +122,7 @@ impl Drop for Db {
 fn claim_statement(db: &Db, meddling: &str) -> bool {
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
-    let rows = claims::read_rows(&mut tx, "\"jadpo\"", "pending", T0, 1).expect("read");
+    let rows = claims::read_rows(&mut tx, "\"jadpo\"", DeliveryState::Pending, None, T0, 1).expect("read");
     assert_eq!(rows.len(), 1);
     if !meddling.is_empty() {
         tx.batch_execute(meddling).expect("meddle");
@@ -287,4 +287,59 @@ fn a_schedule_run_taken_or_ended_by_another_changes_nothing() {
     assert!(store.record_schedule("nightly", 3, T0 + 70_000, None).expect("record"));
     let claimed = store.claim_schedules(std::slice::from_ref(&spec), T0 + 120_000).expect("claim");
     assert_eq!(claimed.len(), 1, "the next due time is taken");
+}
+
+/// The ids a claim at `now` takes, each decided to run.
+fn run_ids(store: &PgStore, now: i64, limit: usize) -> Vec<i64> {
+    let mut run = |c: &super::super::ClaimCandidate| {
+        let attempt = c.record.attempts + 1;
+        (ClaimDecision::Run { attempt, lease_until_ms: now + 60_000, lease_expired: false, failure: None }, None)
+    };
+    store.claim(now, limit, &mut run).expect("claim").run.iter().map(|c| c.id).collect()
+}
+
+/// Store one `Paid` event with one delivery, due at `due`.
+fn emit_due(store: &PgStore, due: i64) {
+    let event = NewEvent {
+        name: "Paid".into(),
+        payload: "{}".into(),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+    };
+    store.emit(&[event], due).expect("emit");
+}
+
+#[test]
+fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick() {
+    use crate::config::CLAIM_FROM_HEAD_EVERY_MS as EVERY;
+    let every = EVERY as i64;
+    let Some(db) = Db::new() else { return };
+    let store = db.store();
+    for _ in 0..3 {
+        emit_due(&store, T0);
+    }
+    // A full batch: the next claim reads on after it.
+    assert_eq!(run_ids(&store, T0, 1), vec![1]);
+    // A delivery due earlier than where the claims read on (committed late, say).
+    emit_due(&store, T0 - 10);
+    assert_eq!(run_ids(&store, T0 + 1, 1), vec![2], "read on after the last row taken");
+    assert_eq!(run_ids(&store, T0 + every - 1, 1), vec![3], "the early one waits within a tick");
+    assert_eq!(run_ids(&store, T0 + every, 1), vec![5], "read from the head a tick later");
+    assert_eq!(run_ids(&store, T0 + every + 1, 1), vec![4]);
+    // A batch that comes back short sends the next claim to the head.
+    emit_due(&store, T0 - 20);
+    assert_eq!(run_ids(&store, T0 + every + 2, 10), Vec::<i64>::new());
+    assert_eq!(run_ids(&store, T0 + every + 3, 10), vec![6]);
+}
+
+#[test]
+fn an_ended_lease_is_taken_back_at_its_end_however_the_claims_read_on() {
+    let Some(db) = Db::new() else { return };
+    let store = db.store();
+    assert_eq!(run_ids(&store, T0, 10), vec![1]);
+    let lease_end = T0 + 60_000;
+    // Claims in between read on past the ended leases they found (none).
+    for now in [T0 + 1, lease_end - 500, lease_end - 1] {
+        assert_eq!(run_ids(&store, now, 10), Vec::<i64>::new(), "at {now}");
+    }
+    assert_eq!(run_ids(&store, lease_end, 10), vec![1], "taken back at the lease's end");
 }
