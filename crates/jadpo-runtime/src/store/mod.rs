@@ -169,6 +169,20 @@ pub enum StoreError {
         /// The newest version this build knows.
         known: i64,
     },
+    /// The store's schema is older than what a command that only reads needs (it
+    /// creates and changes nothing, so it cannot bring it up to date).
+    #[error(
+        "`{path}` has schema version {found}; reading it needs version {needs} or newer: \
+         `jadpoc migrate` (or `jadpoc run`, `jadpoc emit`) brings it up to date"
+    )]
+    TooOld {
+        /// The store given.
+        path: String,
+        /// Its version.
+        found: i64,
+        /// The oldest version the reads know.
+        needs: i64,
+    },
     /// The database stayed locked by another process past every retry.
     #[error("the store stayed locked for {waited_s}s; no change was made")]
     Busy {

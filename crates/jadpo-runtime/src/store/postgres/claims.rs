@@ -12,7 +12,7 @@ use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, Raise, e
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{LostAttempt, insert_lost_attempts};
-use super::{StoreError, bulk_transaction, col, failure_of, pg_error, q, state_of, u32_of};
+use super::{Prepared, StoreError, bulk_transaction, col, failure_of, pg_error, q, state_of, u32_of};
 use crate::config::CLAIM_FROM_HEAD_EVERY_MS;
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Failure, Record};
@@ -62,6 +62,7 @@ fn position(row: &ClaimRow) -> (i64, i64) {
 
 pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
     s: &str,
     of: DeliveryState,
     after: Option<(i64, i64)>,
@@ -87,7 +88,8 @@ pub(super) fn read_rows(
         s,
     );
     let (after_due, after_id) = after.unwrap_or((i64::MIN, i64::MIN));
-    let rows = tx.query(&sql, &[&now_ms, &after_due, &after_id, &(limit as i64)]).map_err(pg_error)?;
+    let statement = prepared.get(tx, sql)?;
+    let rows = tx.query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64)]).map_err(pg_error)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let st: String = col(r, "state")?;
@@ -169,6 +171,7 @@ impl Change {
 /// written. Returns the indices, in `changes`, of the rows written.
 pub(super) fn apply_all(
     tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
     s: &str,
     rows: &[ClaimRow],
     changes: &[Change],
@@ -221,9 +224,10 @@ pub(super) fn apply_all(
          RETURNING u.i",
         s,
     );
+    let statement = prepared.get(tx, sql)?;
     let written = tx
         .query(
-            &sql,
+            &statement,
             &[
                 &now_ms,
                 &idx,
@@ -253,8 +257,10 @@ pub(super) fn apply_all(
     Ok(out)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn claim(
     client: &mut Client,
+    prepared: &mut Prepared,
     s: &str,
     cursor: &mut ClaimCursor,
     now_ms: i64,
@@ -269,14 +275,14 @@ pub(super) fn claim(
     };
     let mut tx = bulk_transaction(client)?;
     let after = start(cursor.running, &mut next.running_head_at, now_ms);
-    let mut rows = read_rows(&mut tx, s, DeliveryState::Running, after, now_ms, limit)?;
+    let mut rows = read_rows(&mut tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
     // Every lease ending by now was read, unless the batch was full.
     next.running = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
     if left > 0 {
         let after = start(cursor.pending, &mut next.pending_head_at, now_ms);
-        let pending = read_rows(&mut tx, s, DeliveryState::Pending, after, now_ms, left)?;
+        let pending = read_rows(&mut tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
         next.pending = if pending.len() == left { pending.last().map(position) } else { None };
         rows.extend(pending);
     } else {
@@ -309,7 +315,7 @@ pub(super) fn claim(
             None => next.running = None,
         }
     }
-    let written = apply_all(&mut tx, s, &rows, &changes, now_ms)?;
+    let written = apply_all(&mut tx, prepared, s, &rows, &changes, now_ms)?;
     // The attempts lost workers had counted, recorded only for the rows this claim
     // took.
     let lost: Vec<LostAttempt> = written

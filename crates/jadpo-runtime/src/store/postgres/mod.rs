@@ -61,8 +61,9 @@ pub struct PgStore {
     location: PgLocation,
     /// The quoted schema, for the statements' `{s}`.
     s: String,
-    /// Idle connections, each with when it was last put back.
-    pool: Mutex<Vec<(Client, Instant)>>,
+    /// Idle connections, each with its prepared statements and when it was last
+    /// put back.
+    pool: Mutex<Vec<(Client, Prepared, Instant)>>,
     /// How long an unreachable server is tried again before an operation fails.
     reconnect_for: Duration,
     /// Set when the store is dropped, to end its listening thread.
@@ -116,7 +117,7 @@ impl PgStore {
             Access::ReadWrite => schema::migrate(&mut client, &store.location.schema, &store.location.shown)?,
             Access::ReadOnly => schema::check(&mut client, &store.location.schema, &store.location.shown)?,
         };
-        store.put(client);
+        store.put(client, Prepared::default());
         Ok(store)
     }
 
@@ -143,39 +144,48 @@ impl PgStore {
         }
     }
 
-    /// A pooled connection (the one put back last) and how long it has been idle,
-    /// or a fresh one.
-    fn take(&self) -> Result<(Client, Duration), StoreError> {
+    /// A pooled connection (the one put back last) with its prepared statements
+    /// and how long it has been idle, or a fresh one.
+    fn take(&self) -> Result<(Client, Prepared, Duration), StoreError> {
         let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match pooled {
-            Some((c, at)) if !c.is_closed() => Ok((c, at.elapsed())),
-            _ => Ok((self.fresh_client()?, Duration::ZERO)),
+            Some((c, p, at)) if !c.is_closed() => Ok((c, p, at.elapsed())),
+            _ => Ok((self.fresh_client()?, Prepared::default(), Duration::ZERO)),
         }
     }
 
-    fn put(&self, client: Client) {
+    fn put(&self, client: Client, prepared: Prepared) {
         if client.is_closed() {
             return;
         }
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL_KEEP {
-            pool.push((client, Instant::now()));
+            pool.push((client, prepared, Instant::now()));
         }
     }
 
     /// Run `f` on a pooled connection. A connection that broke before the
     /// operation could start is replaced and the operation run on the new one.
     fn with_client<T>(&self, mut f: impl FnMut(&mut Client, &str) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let (mut client, idle) = self.take()?;
+        self.with_prepared(|c, _, s| f(c, s))
+    }
+
+    /// [`PgStore::with_client`], with the connection's prepared statements.
+    fn with_prepared<T>(
+        &self,
+        mut f: impl FnMut(&mut Client, &mut Prepared, &str) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (mut client, mut prepared, idle) = self.take()?;
         // A check that a connection idle for a while still answers, so a server
         // restart since it was used costs a reconnect, not a failed operation. A
         // busy store's connections are never idle that long and skip the round
         // trip; one the server closed is found closed without it.
         if idle >= CHECK_AFTER_IDLE && client.is_valid(Duration::from_secs(5)).is_err() {
             client = self.fresh_client()?;
+            prepared = Prepared::default();
         }
-        let out = f(&mut client, &self.s);
-        self.put(client);
+        let out = f(&mut client, &mut prepared, &self.s);
+        self.put(client, prepared);
         out
     }
 }
@@ -193,6 +203,29 @@ impl Drop for PgStore {
     }
 }
 
+/// The statements one connection has prepared, by their text: the claims' and
+/// outcomes' statements, run hundreds of times a second, are parsed once per
+/// connection and planned once (a generic plan, see [`BULK_PLAN`]), not at every
+/// batch.
+#[derive(Default)]
+pub(super) struct Prepared(std::collections::HashMap<String, postgres::Statement>);
+
+impl Prepared {
+    /// `sql` prepared on the transaction's connection, once.
+    pub(super) fn get(
+        &mut self,
+        tx: &mut postgres::Transaction<'_>,
+        sql: String,
+    ) -> Result<postgres::Statement, StoreError> {
+        if let Some(statement) = self.0.get(&sql) {
+            return Ok(statement.clone());
+        }
+        let statement = tx.prepare(&sql).map_err(pg_error)?;
+        self.0.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
 /// A column read by name, as a value (a missing or mistyped column is an error,
 /// never a panic).
 fn col<'a, T: postgres::types::FromSql<'a>>(row: &'a postgres::Row, name: &str) -> Result<T, StoreError> {
@@ -204,11 +237,13 @@ fn col<'a, T: postgres::types::FromSql<'a>>(row: &'a postgres::Row, name: &str) 
 /// table's statistics say. A queue's statistics are nearly always wrong (a table
 /// filled in seconds, or a server with no autovacuum, has none), and a plan that
 /// sorts or scans the whole table turns a claim of 256 rows into a read of all of
-/// them. No path is forbidden: the others only cost more.
+/// them. No path is forbidden: the others only cost more. The plan of a prepared
+/// statement is made once, for any parameters ([`Prepared`]): the paths above do
+/// not depend on them.
 const BULK_PLAN: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; \
      SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; \
      SET LOCAL enable_material = off; \
-     SET LOCAL jit = off";
+     SET LOCAL jit = off; SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// A transaction for a bulk claim or write, planned as [`BULK_PLAN`] says.
 fn bulk_transaction(client: &mut Client) -> Result<postgres::Transaction<'_>, StoreError> {
@@ -348,7 +383,7 @@ impl Store for PgStore {
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
         let mut cursor = self.claims.lock().unwrap_or_else(|e| e.into_inner());
-        self.with_client(|c, s| claims::claim(c, s, &mut cursor, now_ms, limit, decide, raise))
+        self.with_prepared(|c, p, s| claims::claim(c, p, s, &mut cursor, now_ms, limit, decide, raise))
     }
 
     fn record_raising(
@@ -360,7 +395,7 @@ impl Store for PgStore {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_client(|c, s| outcomes::record(c, s, outcomes, raised, raise))
+        self.with_prepared(|c, p, s| outcomes::record(c, p, s, outcomes, raised, raise))
     }
 
     fn sweep_breakers_raising(

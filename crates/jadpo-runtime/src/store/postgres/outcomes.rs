@@ -4,7 +4,7 @@
 use super::super::{NewEvent, Raise, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
-use super::{StoreError, bulk_transaction, col, pg_error, q, state_of, u32_of};
+use super::{Prepared, StoreError, bulk_transaction, col, pg_error, q, state_of, u32_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
 use crate::rules::{self, Decision, Failure};
 use postgres::{Client, Transaction};
@@ -66,7 +66,12 @@ pub(super) fn insert_lost_attempts(
 /// `running` with this attempt from this claim (a reclaimed lease wins); the
 /// attempt row and handled record only with it. Returns the indices, in
 /// `outcomes`, of those written, in order.
-pub(super) fn conclude_all(tx: &mut Transaction<'_>, s: &str, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+pub(super) fn conclude_all(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    outcomes: &[Recorded],
+) -> Result<Vec<usize>, StoreError> {
     let n = outcomes.len();
     let (mut idx, mut id, mut attempt, mut started) = (vec![], vec![], vec![], vec![]);
     let (mut state, mut due_at, mut code, mut kind, mut reason, mut end_reason) =
@@ -120,9 +125,10 @@ pub(super) fn conclude_all(tx: &mut Transaction<'_>, s: &str, outcomes: &[Record
          SELECT i FROM done",
         s,
     );
+    let statement = prepared.get(tx, sql)?;
     let rows = tx
         .query(
-            &sql,
+            &statement,
             &[
                 &idx,
                 &id,
@@ -208,13 +214,14 @@ fn count_outcomes(
 
 pub(super) fn record(
     client: &mut Client,
+    prepared: &mut Prepared,
     s: &str,
     outcomes: &[Recorded],
     raised: &[Vec<NewEvent>],
     raise: &dyn Raise,
 ) -> Result<Vec<usize>, StoreError> {
     let mut tx = bulk_transaction(client)?;
-    let written = conclude_all(&mut tx, s, outcomes)?;
+    let written = conclude_all(&mut tx, prepared, s, outcomes)?;
     // What the written outcomes raise (a delivery failed or parked), stored only
     // for those whose guard matched.
     for &i in &written {

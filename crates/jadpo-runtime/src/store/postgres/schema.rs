@@ -145,6 +145,12 @@ DROP INDEX {s}.deliveries_subscriber;
 "#,
 ];
 
+/// The oldest schema version a handle that only reads knows every column of:
+/// version 3 added the events' columns (expanded, invalid, replayed) that the
+/// listings read; the later ones (the events' trigger, an index dropped) change
+/// nothing a read sees.
+pub const READS_NEED: i64 = 3;
+
 /// The newest schema version this build knows.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -199,7 +205,8 @@ fn applied(tx: &mut postgres::Transaction<'_>, s: &str) -> Result<i64, StoreErro
 }
 
 /// The version in place, for a handle that only reads: nothing is created; a
-/// missing schema is a missing store, a newer one refused.
+/// missing schema is a missing store, a newer one refused, and one older than
+/// [`READS_NEED`] refused with what brings it up to date.
 pub fn check(client: &mut Client, schema: &str, shown: &str) -> Result<i64, StoreError> {
     let s = quoted(schema);
     let row = client
@@ -214,6 +221,9 @@ pub fn check(client: &mut Client, schema: &str, shown: &str) -> Result<i64, Stor
     tx.commit().map_err(pg_error)?;
     if version > VERSION {
         return Err(StoreError::TooNew { path: shown.to_string(), found: version, known: VERSION });
+    }
+    if version < READS_NEED {
+        return Err(StoreError::TooOld { path: shown.to_string(), found: version, needs: READS_NEED });
     }
     Ok(version)
 }

@@ -9,7 +9,7 @@
 //! Skipped with a message when no server answers, except under `CI=true`.
 
 use super::super::{NewDelivery, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store};
-use super::{PgStore, breakers, claims, outcomes};
+use super::{PgStore, Prepared, breakers, claims, outcomes};
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Decision, Outcome};
 use jadpo_check::program::{BreakerState, DeliveryState};
@@ -122,14 +122,15 @@ impl Drop for Db {
 fn claim_statement(db: &Db, meddling: &str) -> bool {
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
-    let rows = claims::read_rows(&mut tx, "\"jadpo\"", DeliveryState::Pending, None, T0, 1).expect("read");
+    let rows = claims::read_rows(&mut tx, &mut Prepared::default(), "\"jadpo\"", DeliveryState::Pending, None, T0, 1)
+        .expect("read");
     assert_eq!(rows.len(), 1);
     if !meddling.is_empty() {
         tx.batch_execute(meddling).expect("meddle");
     }
     let hold = ClaimDecision::Hold { lease_expired: false, failure: None };
     let changes: Vec<claims::Change> = claims::Change::of(0, &rows[0], hold).into_iter().collect();
-    let took = claims::apply_all(&mut tx, "\"jadpo\"", &rows, &changes, T0).expect("apply");
+    let took = claims::apply_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &rows, &changes, T0).expect("apply");
     tx.commit().expect("commit");
     took == vec![0]
 }
@@ -182,7 +183,11 @@ fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
     assert_eq!(db.row().0, "succeeded");
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
-    assert!(outcomes::conclude_all(&mut tx, "\"jadpo\"", &[recorded(T0 + 40_000)]).expect("conclude").is_empty());
+    assert!(
+        outcomes::conclude_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &[recorded(T0 + 40_000)])
+            .expect("conclude")
+            .is_empty()
+    );
 }
 
 #[test]
@@ -342,4 +347,20 @@ fn an_ended_lease_is_taken_back_at_its_end_however_the_claims_read_on() {
         assert_eq!(run_ids(&store, now, 10), Vec::<i64>::new(), "at {now}");
     }
     assert_eq!(run_ids(&store, lease_end, 10), vec![1], "taken back at the lease's end");
+}
+
+#[test]
+fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it() {
+    let Some(db) = Db::new() else { return };
+    drop(db.store());
+    db.meddle(&format!("DELETE FROM jadpo.schema_migrations WHERE version >= {}", super::schema::READS_NEED));
+    let err = PgStore::open(&db.url, OpenOptions::read_only()).expect_err("an older schema");
+    assert!(
+        matches!(err, super::super::StoreError::TooOld { found, needs, .. } if found == super::schema::READS_NEED - 1 && needs == super::schema::READS_NEED),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("`jadpoc migrate`"), "{err}");
+    // The oldest version the reads know opens.
+    db.meddle(&format!("INSERT INTO jadpo.schema_migrations (version) VALUES ({})", super::schema::READS_NEED));
+    assert!(PgStore::open(&db.url, OpenOptions::read_only()).is_ok());
 }
