@@ -9,8 +9,8 @@
 # For each backlog and number of `jadpoc run` processes, in a fresh database:
 # 1. emit the backlog through `jadpoc emit --ndjson` and time it;
 # 2. start the processes (`--fake c=ok`), wait until their logs hold a line
-#    for each delivery and no delivery is pending or running, and count deliveries/s from the first outcome to the last in their
-#    logs.
+#    for each delivery and no delivery is pending or running, and count
+#    deliveries/s from the first outcome to the last in their logs.
 # Then, once per backlog, in a fresh database: emit the backlog through SQL,
 # `jadpo.emit(name, payload)` 1,000 events per statement (one transaction each),
 # and time it (skipped, saying so, on a schema without that function).

@@ -36,23 +36,32 @@ use std::collections::HashMap;
 /// one committed late with an earlier due time. Each index is therefore read
 /// from its head at least every [`CLAIM_FROM_HEAD_EVERY_MS`] of the claims'
 /// clock, so such a row waits that long at most.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub(super) struct ClaimCursor {
-    running: Option<(i64, i64)>,
-    running_head_at: Option<i64>,
-    pending: Option<(i64, i64)>,
-    pending_head_at: Option<i64>,
+    running: IndexCursor,
+    pending: IndexCursor,
 }
 
-/// The entry a read starts after: `None` (the head) when the index was last read
-/// from its head long enough ago, or the clock went back.
-fn start(after: Option<(i64, i64)>, head_at: &mut Option<i64>, now_ms: i64) -> Option<(i64, i64)> {
-    let fresh = head_at.is_some_and(|at| now_ms >= at && now_ms - at < CLAIM_FROM_HEAD_EVERY_MS as i64);
-    if fresh && after.is_some() {
-        return after;
+/// Where the next read of one due index starts, and when it was last read from
+/// its head.
+#[derive(Debug, Default, Clone, Copy)]
+struct IndexCursor {
+    /// The (due time, id) the next read starts after; `None`: the head.
+    after: Option<(i64, i64)>,
+    head_read_at: Option<i64>,
+}
+
+impl IndexCursor {
+    /// The entry a read at `now_ms` starts after: `None` (the head) when the index
+    /// was last read from its head long enough ago, or the clock went back.
+    fn start(&mut self, now_ms: i64) -> Option<(i64, i64)> {
+        let fresh = self.head_read_at.is_some_and(|at| now_ms >= at && now_ms - at < CLAIM_FROM_HEAD_EVERY_MS as i64);
+        if fresh && self.after.is_some() {
+            return self.after;
+        }
+        self.head_read_at = Some(now_ms);
+        None
     }
-    *head_at = Some(now_ms);
-    None
 }
 
 /// The (due time, id) a row is read in.
@@ -71,9 +80,8 @@ pub(super) fn read_rows(
 ) -> Result<Vec<ClaimRow>, StoreError> {
     // The state (pending: due deliveries; running: ended leases) is written into
     // the statement, not passed, so that the partial index of that state is the
-    // plan's whatever the parameters; the handled
-    // record is a join reached by key, row by row (a subquery could be planned as
-    // a hash of the whole table).
+    // plan whatever the parameters; the handled record is a join reached by key,
+    // row by row (a subquery could be planned as a hash of the whole table).
     let sql = q(
         &format!(
             "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
@@ -268,25 +276,19 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
-    let mut next = ClaimCursor {
-        running_head_at: cursor.running_head_at,
-        pending_head_at: cursor.pending_head_at,
-        ..ClaimCursor::default()
-    };
+    let mut next = *cursor;
     let mut tx = bulk_transaction(client)?;
-    let after = start(cursor.running, &mut next.running_head_at, now_ms);
+    let after = next.running.start(now_ms);
     let mut rows = read_rows(&mut tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
     // Every lease ending by now was read, unless the batch was full.
-    next.running = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
+    next.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
     if left > 0 {
-        let after = start(cursor.pending, &mut next.pending_head_at, now_ms);
+        let after = next.pending.start(now_ms);
         let pending = read_rows(&mut tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
-        next.pending = if pending.len() == left { pending.last().map(position) } else { None };
+        next.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
         rows.extend(pending);
-    } else {
-        next.pending = cursor.pending;
     }
     let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
     let mut changes = Vec::with_capacity(rows.len());
@@ -311,8 +313,8 @@ pub(super) fn claim(
             Some(change) => changes.push(change),
             // A due row left for later (its connection's slots are taken): the
             // next claim reads it again, from the head.
-            None if i >= expired => next.pending = None,
-            None => next.running = None,
+            None if i >= expired => next.pending.after = None,
+            None => next.running.after = None,
         }
     }
     let written = apply_all(&mut tx, prepared, s, &rows, &changes, now_ms)?;

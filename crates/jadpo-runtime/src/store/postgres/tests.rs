@@ -51,12 +51,7 @@ impl Db {
     /// The store, with one pending delivery (id 1) of connection `c`, due at `T0`.
     fn store(&self) -> PgStore {
         let store = PgStore::open(&self.url, OpenOptions::read_write()).expect("open");
-        let event = NewEvent {
-            name: "Paid".into(),
-            payload: "{}".into(),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
-        };
-        store.emit(&[event], T0).expect("emit");
+        emit_due(&store, T0);
         store
     }
 
