@@ -19,6 +19,7 @@ use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// Where a process's next claim reads from, in each due index, as the due time
 /// and id of the last entry it need not read again.
@@ -53,9 +54,11 @@ struct IndexCursor {
 
 impl IndexCursor {
     /// The entry a read at `now_ms` starts after: `None` (the head) when the index
-    /// was last read from its head long enough ago, or the clock went back.
+    /// was last read from its head long enough ago, before or after `now_ms` (the
+    /// process's claims take their times before they take their turns to read, so
+    /// a read can come with a time a little before the last one's).
     fn start(&mut self, now_ms: i64) -> Option<(i64, i64)> {
-        let fresh = self.head_read_at.is_some_and(|at| now_ms >= at && now_ms - at < CLAIM_FROM_HEAD_EVERY_MS as i64);
+        let fresh = self.head_read_at.is_some_and(|at| now_ms.abs_diff(at) < CLAIM_FROM_HEAD_EVERY_MS);
         if fresh && self.after.is_some() {
             return self.after;
         }
@@ -270,26 +273,64 @@ pub(super) fn claim(
     client: &mut Client,
     prepared: &mut Prepared,
     s: &str,
-    cursor: &mut ClaimCursor,
+    cursor: &Mutex<ClaimCursor>,
     now_ms: i64,
     limit: usize,
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
-    let mut next = *cursor;
-    let mut tx = bulk_transaction(client)?;
-    let after = next.running.start(now_ms);
-    let mut rows = read_rows(&mut tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
+    let claimed = take(client, prepared, s, cursor, now_ms, limit, decide, raise);
+    if claimed.is_err() {
+        // The rows it had locked are free again, behind where the next claim reads.
+        *lock(cursor) = ClaimCursor::default();
+    }
+    claimed
+}
+
+fn lock(cursor: &Mutex<ClaimCursor>) -> std::sync::MutexGuard<'_, ClaimCursor> {
+    cursor.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lock the due rows from where the cursor stands and move it past them; the
+/// cursor is held for these reads only, so the process's next claim reads on
+/// after them while this one decides, writes and commits.
+fn read_due(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    cursor: &Mutex<ClaimCursor>,
+    now_ms: i64,
+    limit: usize,
+) -> Result<(Vec<ClaimRow>, usize), StoreError> {
+    let mut cursor = lock(cursor);
+    let after = cursor.running.start(now_ms);
+    let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
     // Every lease ending by now was read, unless the batch was full.
-    next.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
+    cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
     if left > 0 {
-        let after = next.pending.start(now_ms);
-        let pending = read_rows(&mut tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
-        next.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
+        let after = cursor.pending.start(now_ms);
+        let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
+        cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
         rows.extend(pending);
     }
+    Ok((rows, expired))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn take(
+    client: &mut Client,
+    prepared: &mut Prepared,
+    s: &str,
+    cursor: &Mutex<ClaimCursor>,
+    now_ms: i64,
+    limit: usize,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
+) -> Result<ClaimReport, StoreError> {
+    let mut tx = bulk_transaction(client)?;
+    let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
     let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
     let mut changes = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter_mut().enumerate() {
@@ -313,8 +354,8 @@ pub(super) fn claim(
             Some(change) => changes.push(change),
             // A due row left for later (its connection's slots are taken): the
             // next claim reads it again, from the head.
-            None if i >= expired => next.pending.after = None,
-            None => next.running.after = None,
+            None if i >= expired => lock(cursor).pending.after = None,
+            None => lock(cursor).running.after = None,
         }
     }
     let written = apply_all(&mut tx, prepared, s, &rows, &changes, now_ms)?;
@@ -353,6 +394,5 @@ pub(super) fn claim(
         }
     }
     tx.commit().map_err(pg_error)?;
-    *cursor = next;
     Ok(report)
 }

@@ -68,8 +68,8 @@ pub struct PgStore {
     reconnect_for: Duration,
     /// Set when the store is dropped, to end its listening thread.
     stop_listening: Arc<AtomicBool>,
-    /// Where this process's next claim reads from; held for the whole claim, so
-    /// that the process's claims run one at a time and never step over each
+    /// Where this process's next claim reads from; held while a claim reads, so
+    /// that the process's claims read one after another and never step over each
     /// other's locked rows.
     claims: Mutex<claims::ClaimCursor>,
 }
@@ -382,8 +382,7 @@ impl Store for PgStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
-        let mut cursor = self.claims.lock().unwrap_or_else(|e| e.into_inner());
-        self.with_prepared(|c, p, s| claims::claim(c, p, s, &mut cursor, now_ms, limit, decide, raise))
+        self.with_prepared(|c, p, s| claims::claim(c, p, s, &self.claims, now_ms, limit, decide, raise))
     }
 
     fn record_raising(

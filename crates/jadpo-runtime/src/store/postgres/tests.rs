@@ -332,6 +332,36 @@ fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick() {
 }
 
 #[test]
+fn a_claim_reads_on_while_the_one_before_it_still_holds_its_rows() {
+    let Some(db) = Db::new() else { return };
+    let store = std::sync::Arc::new(db.store());
+    for _ in 0..3 {
+        emit_due(&store, T0);
+    }
+    // The first claim has locked its rows and is deciding them when the second
+    // one starts: the second neither waits for it nor steps over its rows.
+    let mut second = None;
+    let mut deciding = |c: &super::super::ClaimCandidate| {
+        if second.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let other = store.clone();
+            std::thread::spawn(move || tx.send(run_ids(&other, T0 + 6, 2)));
+            second = Some(rx.recv_timeout(Duration::from_secs(30)).expect("the second claim waited on the first"));
+        }
+        let attempt = c.record.attempts + 1;
+        (ClaimDecision::Run { attempt, lease_until_ms: T0 + 60_000, lease_expired: false, failure: None }, None)
+    };
+    let first: Vec<i64> = store.claim(T0 + 5, 2, &mut deciding).expect("claim").run.iter().map(|c| c.id).collect();
+    assert_eq!(first, vec![1, 2]);
+    assert_eq!(second, Some(vec![3, 4]), "read on after the rows the first holds");
+    // A claim whose time is a little before the last read's (it took its time
+    // before its turn came) reads on too, past a row due earlier.
+    emit_due(&store, T0 - 10);
+    emit_due(&store, T0);
+    assert_eq!(run_ids(&store, T0 + 4, 1), vec![6]);
+}
+
+#[test]
 fn an_ended_lease_is_taken_back_at_its_end_however_the_claims_read_on() {
     let Some(db) = Db::new() else { return };
     let store = db.store();
