@@ -4,21 +4,25 @@
 #
 #   crates/jadpo-runtime/benches/pg_throughput.sh [BACKLOGS] [PROCESSES]
 #     (defaults "10000 100000 1000000" and "1 2 4"; JADPO_BENCH_POSTGRES_URL names
-#      the server, postgres://postgres@127.0.0.1:5432/test by default)
+#      the server, postgres://postgres@127.0.0.1:5432/test by default;
+#      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default)
 #
-# For each backlog and number of `jadpoc run` processes, in a fresh database:
+# For each backlog and number of `jadpoc run` processes, REPEAT times, each in a
+# fresh database:
 # 1. emit the backlog through `jadpoc emit --ndjson` and time it;
 # 2. start the processes (`--fake c=ok`), wait until their logs hold a line
 #    for each delivery and no delivery is pending or running, and count
-#    deliveries/s from the first outcome to the last in their logs.
+#    deliveries/s from the first outcome to the last in their logs;
+# then print the median of the runs and their range.
 # Then, once per backlog, in a fresh database: emit the backlog through SQL,
 # `jadpo.emit(name, payload)` 1,000 events per statement (one transaction each),
 # and time it (skipped, saying so, on a schema without that function).
-# Each line ends with the load average when it was measured: the figures are only
+# Each line ends with the load average after each run: the figures are only
 # comparable on an otherwise idle machine.
 set -euo pipefail
 BACKLOGS=${1:-"10000 100000 1000000"}
 PROCESSES=${2:-"1 2 4"}
+REPEAT=${JADPO_BENCH_REPEAT:-3}
 ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
@@ -59,40 +63,58 @@ busy() {
     OR EXISTS (SELECT 1 FROM jadpo.deliveries WHERE state = 'running')"
 }
 
-for N in $BACKLOGS; do
-  write_events "$N"
-  for P in $PROCESSES; do
-    fresh_db
-    S=$(date +%s.%N)
-    "$J" emit p.jadpo Paid --ndjson paid.ndjson --db "$URL" 2>/dev/null
-    E=$(date +%s.%N)
-    EMIT=$(echo "$N / ($E - $S)" | bc)
-    EMIT_LOAD=$(load)
-    PIDS=()
-    for i in $(seq "$P"); do
-      "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json 2>"run$i.log" &
-      PIDS+=($!)
-    done
-    sleep 1
-    while [ "$(busy "$N")" = t ]; do
-      sleep 1
-    done
-    RUN_LOAD=$(load)
-    kill -TERM "${PIDS[@]}"
-    wait "${PIDS[@]}" || true
-    PIDS=()
-    python3 - "$N" "$P" "$EMIT" "$EMIT_LOAD" "$RUN_LOAD" <<'PY'
+# rate N: deliveries/s in the runs' logs, from the first outcome to the last.
+rate() {
+  python3 - "$1" <<'PY'
 import glob, json, sys
 from datetime import datetime
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 ts = sorted(f(json.loads(l)["at"]) for p in glob.glob("run*.log") for l in open(p)
             if l.startswith("{") and '"delivery.attempt"' in l)
-span = ts[-1] - ts[0]
-n, p, emit, emit_load, run_load = sys.argv[1:]
-print(f"backlog {n:>8}, {p} process(es): emit --ndjson {emit} events/s (load {emit_load}); "
-      f"deliver {len(ts) / max(span, 1e-9):.0f} deliveries/s (load {run_load}; {len(ts)} outcomes)")
+if len(ts) != int(sys.argv[1]):
+    sys.exit(f"{len(ts)} outcomes in the logs, {sys.argv[1]} expected")
+print(f"{len(ts) / max(ts[-1] - ts[0], 1e-3):.0f}")
 PY
-    rm -f run*.log
+}
+
+# summary VALUES...: the median, and the range when there is more than one.
+summary() {
+  python3 -c '
+import statistics, sys
+v = sorted(int(x) for x in sys.argv[1:])
+print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else ""))' "$@"
+}
+
+for N in $BACKLOGS; do
+  write_events "$N"
+  for P in $PROCESSES; do
+    EMITS=()
+    RATES=()
+    LOADS=()
+    for _ in $(seq "$REPEAT"); do
+      fresh_db
+      S=$(date +%s.%N)
+      "$J" emit p.jadpo Paid --ndjson paid.ndjson --db "$URL" 2>/dev/null
+      E=$(date +%s.%N)
+      EMITS+=("$(echo "$N / ($E - $S)" | bc)")
+      PIDS=()
+      for i in $(seq "$P"); do
+        "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json 2>"run$i.log" &
+        PIDS+=($!)
+      done
+      sleep 1
+      while [ "$(busy "$N")" = t ]; do
+        sleep 1
+      done
+      LOADS+=("$(load)")
+      kill -TERM "${PIDS[@]}"
+      wait "${PIDS[@]}" || true
+      PIDS=()
+      RATES+=("$(rate "$N")")
+      rm -f run*.log
+    done
+    echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $(summary "${RATES[@]}") deliveries/s; " \
+      "emit --ndjson $(summary "${EMITS[@]}") events/s (load ${LOADS[*]})"
   done
 
   fresh_db
