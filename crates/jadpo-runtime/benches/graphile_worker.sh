@@ -34,6 +34,8 @@ CONCURRENCIES=${2:-"4 16"}
 REPEAT=${JADPO_BENCH_REPEAT:-3}
 ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 GW_VERSION=0.17.3
 GW_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/jadpo-bench/graphile-worker
 DB=gw_bench_$$
@@ -56,14 +58,6 @@ fi
 fresh_db() {
   psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
   psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
-}
-
-# median VALUES...: the median, and the range when there is more than one.
-median() {
-  python3 -c '
-import statistics, sys
-v = sorted(int(float(x)) for x in sys.argv[1:])
-print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else ""))' "$@"
 }
 
 for N in $BACKLOGS; do
@@ -90,7 +84,7 @@ for N in $BACKLOGS; do
         LOADS+=("$RUN_LOAD")
       done
       printf 'graphile-worker %s, backlog %8s, concurrency %2s, %-7s: %s jobs/s; add_jobs %s jobs/s (load %s)\n' \
-        "$GW_VERSION" "$N" "$C" "$MODE" "$(median "${RATES[@]}")" "$(median "${ADDS[@]}")" "${LOADS[*]}"
+        "$GW_VERSION" "$N" "$C" "$MODE" "$(summary "${RATES[@]}")" "$(summary "${ADDS[@]}")" "${LOADS[*]}"
     done
   done
 done

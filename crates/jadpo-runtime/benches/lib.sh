@@ -32,3 +32,12 @@ with open('paid.ndjson', 'w') as f:
         f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
 " "$1"
 }
+
+# summary VALUES...: the median of a measurement's runs, and their range when
+# there is more than one.
+summary() {
+  python3 -c '
+import statistics, sys
+v = sorted(int(float(x)) for x in sys.argv[1:])
+print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else ""))' "$@"
+}

@@ -77,14 +77,6 @@ print(f"{len(ts) / max(ts[-1] - ts[0], 1e-3):.0f}")
 PY
 }
 
-# summary VALUES...: the median, and the range when there is more than one.
-summary() {
-  python3 -c '
-import statistics, sys
-v = sorted(int(x) for x in sys.argv[1:])
-print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else ""))' "$@"
-}
-
 for N in $BACKLOGS; do
   write_events "$N"
   for P in $PROCESSES; do
