@@ -173,10 +173,12 @@ fn pg_cluster_hosts_whose_clocks_disagree_by_ten_minutes_behave_as_one() {
     let Some(pg) = PgDb::new() else { return };
     // The first call of four deliveries (too few in a row to open the breaker) is
     // refused with `Retry-After: 2`; every other call is taken. Calls are counted
-    // by event id.
+    // by event id. Each answer takes 50 ms, as a provider's does, so that the host
+    // started first cannot run all twenty before the other has started.
     let seen: Arrivals = Arrivals::default();
     let s2 = seen.clone();
     let p = Provider::start(move |_, r| {
+        std::thread::sleep(Duration::from_millis(50));
         let id = r.json()["args"]["id"].as_str().unwrap_or_default().to_string();
         let refused = ["p0", "p1", "p2", "p3"].contains(&id.as_str());
         if arrived(&s2, &id) == 1 && refused { Reply::with_header(503, "Retry-After", "2") } else { Reply::status(200) }

@@ -2,8 +2,8 @@
 //! never take one row, nor wait on each other's), the core deciding each, and
 //! every change one statement guarded by the row as read.
 //!
-//! A process claims one batch at a time, and reads on from where its last claim
-//! stopped (its [`ClaimCursor`]) rather than from the head of the due indexes:
+//! A process's claims read in turn, each on from where the last one stopped (its
+//! [`ClaimCursor`]) rather than from the head of the due indexes:
 //! every delivery that leaves `pending` or `running` leaves a dead entry at the
 //! head of its index until a vacuum removes it, and a claim that started at the
 //! head would step over all of them, a cost growing with every delivery handled.
@@ -29,8 +29,8 @@ use std::sync::Mutex;
 ///   starts after that time (or after the last row a full batch took).
 /// - **Due deliveries** (`pending`): while a batch comes back full (a backlog is
 ///   being drained) the next claim reads on after its last row; a claim that
-///   found fewer, or skipped one it left waiting, sends the next back to the
-///   head.
+///   found fewer, skipped one it left waiting, or failed, sends the next back to
+///   the head.
 ///
 /// A row the cursor has passed can still be due: one another process had locked
 /// when the read passed it and then let go (its transaction rolled back), or
@@ -279,7 +279,85 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
-    let claimed = take(client, prepared, s, cursor, now_ms, limit, decide, raise);
+    let claimed = (|| -> Result<ClaimReport, StoreError> {
+        let mut tx = bulk_transaction(client)?;
+        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
+        let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
+        let mut changes = Vec::with_capacity(rows.len());
+        // Whether a due row (or an ended lease) was left for later.
+        let (mut left_pending, mut left_running) = (false, false);
+        for (i, row) in rows.iter_mut().enumerate() {
+            if !breakers.contains_key(&row.candidate.connection) {
+                let found = read_breaker(&mut tx, s, &row.candidate.connection)?;
+                breakers.insert(row.candidate.connection.clone(), found);
+            }
+            let current = breakers.get(&row.candidate.connection).cloned().flatten();
+            row.candidate.breaker = current.clone().unwrap_or_default();
+            let (mut decision, next_breaker) = decide(&row.candidate);
+            if let Some(next) = next_breaker {
+                // This claim is the probe; if another process changed the breaker
+                // since it was read, the delivery is held instead.
+                if write_breaker(&mut tx, s, &row.candidate.connection, current.as_ref(), &next, now_ms)? {
+                    breakers.insert(row.candidate.connection.clone(), Some(next));
+                } else {
+                    decision = decision.held();
+                }
+            }
+            match Change::of(i, row, decision) {
+                Some(change) => changes.push(change),
+                // A due row left for later (its connection's slots are taken): the
+                // next claim reads it again, from the head.
+                None if i >= expired => left_pending = true,
+                None => left_running = true,
+            }
+        }
+        if left_pending || left_running {
+            let mut cursor = lock(cursor);
+            if left_pending {
+                cursor.pending.after = None;
+            }
+            if left_running {
+                cursor.running.after = None;
+            }
+        }
+        let written = apply_all(&mut tx, prepared, s, &rows, &changes, now_ms)?;
+        // The attempts lost workers had counted, recorded only for the rows this claim
+        // took.
+        let lost: Vec<LostAttempt> = written
+            .iter()
+            .map(|&w| &changes[w])
+            .filter(|c| c.lease_expired())
+            .map(|c| {
+                let row = &rows[c.row];
+                LostAttempt {
+                    delivery: row.candidate.id,
+                    attempt: row.candidate.record.attempts,
+                    started_at_ms: row.claimed_at.unwrap_or(now_ms),
+                }
+            })
+            .collect();
+        insert_lost_attempts(&mut tx, s, &lost, now_ms)?;
+        let mut report = ClaimReport::default();
+        for c in written.into_iter().map(|w| &changes[w]) {
+            let row = &rows[c.row];
+            let id = row.candidate.id;
+            match &c.decision {
+                ClaimDecision::Skip => {}
+                ClaimDecision::Hold { .. } => report.held.push((id, row.candidate.connection.clone())),
+                ClaimDecision::Run { attempt, lease_until_ms, failure, .. } => {
+                    report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
+                }
+                ClaimDecision::GiveUp { failure, .. } => {
+                    // What giving it up raises, stored now that its statement matched.
+                    given_up(&mut tx, s, raise, row, failure, now_ms)?;
+                    report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone()));
+                }
+                ClaimDecision::Handled => report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone())),
+            }
+        }
+        tx.commit().map_err(pg_error)?;
+        Ok(report)
+    })();
     if claimed.is_err() {
         // The rows it had locked are free again, behind where the next claim reads.
         *lock(cursor) = ClaimCursor::default();
@@ -316,83 +394,4 @@ fn read_due(
         rows.extend(pending);
     }
     Ok((rows, expired))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn take(
-    client: &mut Client,
-    prepared: &mut Prepared,
-    s: &str,
-    cursor: &Mutex<ClaimCursor>,
-    now_ms: i64,
-    limit: usize,
-    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-    raise: &dyn Raise,
-) -> Result<ClaimReport, StoreError> {
-    let mut tx = bulk_transaction(client)?;
-    let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
-    let mut breakers: HashMap<String, Option<BreakerRow>> = HashMap::new();
-    let mut changes = Vec::with_capacity(rows.len());
-    for (i, row) in rows.iter_mut().enumerate() {
-        if !breakers.contains_key(&row.candidate.connection) {
-            let found = read_breaker(&mut tx, s, &row.candidate.connection)?;
-            breakers.insert(row.candidate.connection.clone(), found);
-        }
-        let current = breakers.get(&row.candidate.connection).cloned().flatten();
-        row.candidate.breaker = current.clone().unwrap_or_default();
-        let (mut decision, next_breaker) = decide(&row.candidate);
-        if let Some(next) = next_breaker {
-            // This claim is the probe; if another process changed the breaker
-            // since it was read, the delivery is held instead.
-            if write_breaker(&mut tx, s, &row.candidate.connection, current.as_ref(), &next, now_ms)? {
-                breakers.insert(row.candidate.connection.clone(), Some(next));
-            } else {
-                decision = decision.held();
-            }
-        }
-        match Change::of(i, row, decision) {
-            Some(change) => changes.push(change),
-            // A due row left for later (its connection's slots are taken): the
-            // next claim reads it again, from the head.
-            None if i >= expired => lock(cursor).pending.after = None,
-            None => lock(cursor).running.after = None,
-        }
-    }
-    let written = apply_all(&mut tx, prepared, s, &rows, &changes, now_ms)?;
-    // The attempts lost workers had counted, recorded only for the rows this claim
-    // took.
-    let lost: Vec<LostAttempt> = written
-        .iter()
-        .map(|&w| &changes[w])
-        .filter(|c| c.lease_expired())
-        .map(|c| {
-            let row = &rows[c.row];
-            LostAttempt {
-                delivery: row.candidate.id,
-                attempt: row.candidate.record.attempts,
-                started_at_ms: row.claimed_at.unwrap_or(now_ms),
-            }
-        })
-        .collect();
-    insert_lost_attempts(&mut tx, s, &lost, now_ms)?;
-    let mut report = ClaimReport::default();
-    for c in written.into_iter().map(|w| &changes[w]) {
-        let row = &rows[c.row];
-        let id = row.candidate.id;
-        match &c.decision {
-            ClaimDecision::Skip => {}
-            ClaimDecision::Hold { .. } => report.held.push((id, row.candidate.connection.clone())),
-            ClaimDecision::Run { attempt, lease_until_ms, failure, .. } => {
-                report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
-            }
-            ClaimDecision::GiveUp { failure, .. } => {
-                // What giving it up raises, stored now that its statement matched.
-                given_up(&mut tx, s, raise, row, failure, now_ms)?;
-                report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone()));
-            }
-            ClaimDecision::Handled => report.ended.push((id, row.candidate.subscriber.clone(), c.decision.clone())),
-        }
-    }
-    tx.commit().map_err(pg_error)?;
-    Ok(report)
 }
