@@ -13,7 +13,10 @@ use std::process::ExitCode;
 /// mimalloc rather than the system allocator: `jadpoc run` allocates and frees a
 /// delivery's strings, rows and task on many threads at a high rate, and glibc's
 /// per-thread arenas gave much of that time back to the kernel (memory trimmed,
-/// then faulted in again).
+/// then faulted in again). Without transparent huge pages (`no_thp`): each new
+/// thread's first allocation would fault in a 2 MiB page the kernel zeroes whole,
+/// and a process starting its threads and connections spent most of its first
+/// few hundred milliseconds doing that.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
