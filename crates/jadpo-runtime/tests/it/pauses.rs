@@ -77,6 +77,32 @@ fn a_paused_connection_holds_everything_until_resumed(f: &dyn Fixture) {
     assert_eq!(next, vec![1, 1, 1, 1, 2, 2]);
 }
 
+/// Deliveries held at different times, some held before: one resume releases
+/// each with its own time held added to what it had.
+fn a_resume_counts_each_delivery_its_own_time_held(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    store.emit(&(0..6).map(event).collect::<Vec<_>>(), T0).expect("emit");
+    store.pause_connection("c", &by_ops(T0, None)).expect("pause");
+    assert_eq!(claim(store, T0 + 1_000, 2).held.len(), 2);
+    assert_eq!(claim(store, T0 + 5_000, 10).held.len(), 4);
+    store.resume_connection("c", "ops", None, T0 + 10_000).expect("resume");
+    // Two of them held once more, from a later time, and released again.
+    store.pause_connection("c", &by_ops(T0 + 20_000, None)).expect("pause");
+    assert_eq!(claim(store, T0 + 20_000, 2).held.len(), 2);
+    let report = store.resume_connection("c", "ops", None, T0 + 20_500).expect("resume");
+    assert_eq!(report.released, 2);
+    let rows = all(store);
+    assert!(rows.iter().all(|d| d.state == DeliveryState::Pending));
+    let mut held: Vec<i64> = rows.iter().map(|d| d.held_ms).collect();
+    held.sort_unstable();
+    assert_eq!(
+        held,
+        vec![5_000, 5_000, 5_000, 5_000, 9_500, 9_500],
+        "held from T0 + 1s: 9s, then 0.5s more; from T0 + 5s: 5s"
+    );
+}
+
 /// A pause with an end: held until then, and the sweep at its end ends it and
 /// releases what it held (the breaker was closed: it stays closed).
 fn a_pause_for_a_while_ends_by_itself(f: &dyn Fixture) {
@@ -167,6 +193,7 @@ fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
 // Each test above, on every store.
 crate::common::on_every_store!(
     a_paused_connection_holds_everything_until_resumed,
+    a_resume_counts_each_delivery_its_own_time_held,
     a_pause_for_a_while_ends_by_itself,
     an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing,
     a_connection_never_used_can_be_paused,

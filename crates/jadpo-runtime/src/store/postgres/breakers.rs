@@ -148,39 +148,58 @@ pub(super) fn write_breaker(
     Ok(n == 1)
 }
 
-/// Release one held delivery as read: pending, due at once, its time held
-/// counted by the core's rule. Returns whether the row was as read and changed.
-pub(super) fn release_one(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    id: i64,
-    held_ms: i64,
-    held_since: Option<i64>,
-    now_ms: i64,
-) -> Result<bool, StoreError> {
-    let after = hold::held_ms_after_release(held_ms, held_since, now_ms);
+/// A held delivery as read by a release: the guard its release is written under.
+pub(super) struct HeldRow {
+    pub(super) id: i64,
+    pub(super) held_ms: i64,
+    pub(super) held_since: Option<i64>,
+}
+
+impl HeldRow {
+    fn of(r: &Row) -> Result<HeldRow, StoreError> {
+        Ok(HeldRow { id: col(r, "id")?, held_ms: col(r, "held_ms")?, held_since: col(r, "held_since")? })
+    }
+}
+
+/// Release held deliveries as read, in one statement: each pending, due at
+/// `now_ms`, its time held counted by the core's rule, and only if still as read
+/// (held, with the time held and since when that were read). Returns how many
+/// were as read and changed.
+pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let id: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let seen_held_ms: Vec<i64> = rows.iter().map(|r| r.held_ms).collect();
+    let seen_since: Vec<Option<i64>> = rows.iter().map(|r| r.held_since).collect();
+    let after: Vec<i64> = rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since, now_ms)).collect();
     let n = tx
         .execute(
             &q(
-                "UPDATE {s}.deliveries SET state = 'pending', due_at = $2, held_ms = $5, held_since = NULL, \
-                 held_connection = NULL WHERE id = $1 AND state = 'held' AND held_ms = $3 \
-                 AND held_since IS NOT DISTINCT FROM $4",
+                "UPDATE {s}.deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
+                 held_since = NULL, held_connection = NULL \
+                 FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, held_ms, since, after) \
+                 WHERE d.id = u.id AND d.state = 'held' AND d.held_ms = u.held_ms \
+                 AND d.held_since IS NOT DISTINCT FROM u.since",
                 s,
             ),
-            &[&id, &now_ms, &held_ms, &held_since, &after],
+            &[&now_ms, &id, &seen_held_ms, &seen_since, &after],
         )
         .map_err(pg_error)?;
-    Ok(n == 1)
+    Ok(n)
 }
 
-fn release_rows(tx: &mut Transaction<'_>, s: &str, rows: Vec<Row>, now_ms: i64) -> Result<u64, StoreError> {
-    let mut released = 0;
-    for r in &rows {
-        if release_one(tx, s, col(r, "id")?, col(r, "held_ms")?, col(r, "held_since")?, now_ms)? {
-            released += 1;
-        }
-    }
-    Ok(released)
+/// Lock and release what `sql` (selecting `id, held_ms, held_since` of held
+/// deliveries `FOR UPDATE SKIP LOCKED`) finds.
+fn release_found(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    sql: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let rows = tx.query(sql, params).map_err(pg_error)?.iter().map(HeldRow::of).collect::<Result<Vec<_>, _>>()?;
+    release(tx, s, &rows, now_ms)
 }
 
 /// Release the connection's held deliveries (or only `one`), due at `now_ms`.
@@ -191,17 +210,12 @@ pub(super) fn release_held(
     one: Option<i64>,
     now_ms: i64,
 ) -> Result<u64, StoreError> {
-    let rows = tx
-        .query(
-            &q(
-                "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
-                 AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
-                s,
-            ),
-            &[&connection, &one],
-        )
-        .map_err(pg_error)?;
-    release_rows(tx, s, rows, now_ms)
+    let sql = q(
+        "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+         AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
+        s,
+    );
+    release_found(tx, s, &sql, &[&connection, &one], now_ms)
 }
 
 /// Held deliveries whose connection has no breaker that is not closed, nor a
@@ -240,13 +254,13 @@ pub(super) fn sweep(
 ) -> Result<BreakerSweep, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     super::pauses::end_pauses(&mut tx, s, now_ms)?;
-    let orphans = tx
-        .query(
-            &q(&format!("SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"), s),
-            &[],
-        )
-        .map_err(pg_error)?;
-    let released = release_rows(&mut tx, s, orphans, now_ms)?;
+    let orphans = q(
+        &format!(
+            "SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"
+        ),
+        s,
+    );
+    let released = release_found(&mut tx, s, &orphans, &[], now_ms)?;
     let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
     for view in read_breakers(&mut tx, s, SWEPT)? {
         let BreakerView { connection, row, held } = view;

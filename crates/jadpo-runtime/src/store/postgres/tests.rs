@@ -249,10 +249,10 @@ fn a_release_of_a_row_held_again_since_changes_nothing() {
     let release = |held_ms: i64, held_since: i64| {
         let mut c = db.client();
         let mut tx = c.transaction().expect("begin");
-        let took =
-            breakers::release_one(&mut tx, "\"jadpo\"", 1, held_ms, Some(held_since), T0 + 60_000).expect("release");
+        let row = breakers::HeldRow { id: 1, held_ms, held_since: Some(held_since) };
+        let took = breakers::release(&mut tx, "\"jadpo\"", &[row], T0 + 60_000).expect("release");
         tx.commit().expect("commit");
-        took
+        took == 1
     };
     // Released and held again by others since it was read as held from T0.
     db.meddle("UPDATE jadpo.deliveries SET held_since = held_since + 5000");
