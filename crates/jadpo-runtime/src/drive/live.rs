@@ -1,9 +1,10 @@
 //! The live driver of time: the tokio loops behind `jadpoc run`.
 //!
-//! Claim loops take due deliveries in batches (one transaction per batch), start
-//! each attempt as its own task under the subscriber's `timeout:`, and hand its
-//! outcome to one committer that records outcomes in batches (one transaction per
-//! batch, each outcome with its attempt row). A loop takes its in-flight permits
+//! Claim loops take due deliveries in batches (one transaction per batch), taking
+//! turns (one claim at a time per process), start each attempt as its own task
+//! under the subscriber's `timeout:`, and hand its outcome to one committer that
+//! records every outcome waiting in one batch (one transaction per batch, each
+//! outcome with its attempt row). A loop takes its in-flight permits
 //! before it claims, so every delivery it claims starts at once and its run's time
 //! limit (counted from the claim) is all its own. The tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
@@ -35,7 +36,7 @@ use crate::store::{Claimed, StoreError};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
 impl Runtime {
@@ -75,18 +76,25 @@ impl Runtime {
             events::error(self.clock.now_ms(), &e);
         }
 
-        let (tx, rx) = mpsc::channel::<Done>(self.config.batch * self.config.workers.max(1) * 2);
-        let committer = tokio::spawn(committer(self.clone(), rx));
         let capacity = self.config.batch * self.config.workers.max(1);
+        // Outcomes waiting for the committer: up to twice the attempts in flight, so
+        // attempts ending while a batch is written need not wait, and the committer
+        // writes all that wait in one batch (a batch costs the store little more
+        // per outcome than it costs per batch).
+        let waiting = capacity * 2;
+        let (tx, rx) = mpsc::channel::<Done>(waiting);
+        let committer = tokio::spawn(committer(self.clone(), rx, waiting));
         let inflight = Arc::new(Semaphore::new(capacity));
         let (hard_tx, hard_rx) = watch::channel(false);
 
         let mut loops = Vec::new();
+        let turn = Arc::new(Mutex::new(()));
         for _ in 0..self.config.workers.max(1) {
             loops.push(tokio::spawn(claim_loop(
                 self.clone(),
                 tx.clone(),
                 inflight.clone(),
+                turn.clone(),
                 stop.clone(),
                 hard_rx.clone(),
             )));
@@ -258,6 +266,7 @@ async fn claim_loop(
     rt: Arc<Runtime>,
     tx: mpsc::Sender<Done>,
     inflight: Arc<Semaphore>,
+    turn: Arc<Mutex<()>>,
     mut stop: watch::Receiver<bool>,
     hard: watch::Receiver<bool>,
 ) {
@@ -266,6 +275,15 @@ async fn claim_loop(
         if *stop.borrow() {
             return;
         }
+        // A process's claim loops take turns. Claims of one process running at once
+        // only compete for the same index pages and the same cores (the store's work
+        // is what limits a busy run), and while one loop claims, the permits coming
+        // back gather for the next loop's claim instead of being claimed a few at a
+        // time.
+        let my_turn = tokio::select! {
+            t = turn.lock() => t,
+            _ = stop.changed() => return,
+        };
         // The permits come first: a delivery claimed and then kept waiting for one
         // would spend its run's time limit, counted from the claim, doing nothing.
         let Some(mut permits) = take_permits(&inflight, rt.config.batch, &mut stop).await else {
@@ -282,6 +300,7 @@ async fn claim_loop(
             }
             Err(e) => {
                 drop(permits);
+                drop(my_turn);
                 events::error(now, &e);
                 tokio::select! {
                     _ = backoff.pause() => {}
@@ -309,6 +328,7 @@ async fn claim_loop(
         }
         // The permits no claimed delivery needed go back now.
         drop(permits);
+        drop(my_turn);
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
             // other processes added, an in-process emit, an attempt's end freeing a
@@ -326,9 +346,9 @@ async fn claim_loop(
     }
 }
 
-async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
+/// Record the outcomes `rx` brings, up to `max` a batch.
+async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>, max: usize) -> u64 {
     let mut total = 0u64;
-    let max = rt.config.batch * 4;
     // Outcomes not yet written: a batch the store refused is kept and written
     // again (with what came meanwhile) after a pause.
     let mut batch: Vec<Done> = Vec::new();
