@@ -5,7 +5,8 @@
 #   crates/jadpo-runtime/benches/pg_throughput.sh [BACKLOGS] [PROCESSES]
 #     (defaults "10000 100000 1000000" and "1 2 4"; JADPO_BENCH_POSTGRES_URL names
 #      the server, postgres://postgres@127.0.0.1:5432/test by default;
-#      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default)
+#      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default;
+#      JADPO_BENCH_RUN_ARGS more `jadpoc run` flags, say "--workers 1")
 #
 # For each backlog and number of `jadpoc run` processes, REPEAT times, each in a
 # fresh database:
@@ -23,6 +24,7 @@ set -euo pipefail
 BACKLOGS=${1:-"10000 100000 1000000"}
 PROCESSES=${2:-"1 2 4"}
 REPEAT=${JADPO_BENCH_REPEAT:-3}
+read -r -a RUN_ARGS <<< "${JADPO_BENCH_RUN_ARGS:-}"
 ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
@@ -63,9 +65,15 @@ busy() {
     OR EXISTS (SELECT 1 FROM jadpo.deliveries WHERE state = 'running')"
 }
 
-# rate N: deliveries/s in the runs' logs, from the first outcome to the last.
+# The time of the runs' logs' last write, in seconds since the Unix epoch.
+last_write() {
+  stat -c %.9Y run*.log | sort -n | tail -1
+}
+
+# rate N END: deliveries/s in the runs' logs, from the first attempt's end (the
+# earliest `at`) to END.
 rate() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "$2" <<'PY'
 import glob, json, sys
 from datetime import datetime
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
@@ -73,7 +81,7 @@ ts = sorted(f(json.loads(l)["at"]) for p in glob.glob("run*.log") for l in open(
             if l.startswith("{") and '"delivery.attempt"' in l)
 if len(ts) != int(sys.argv[1]):
     sys.exit(f"{len(ts)} outcomes in the logs, {sys.argv[1]} expected")
-print(f"{len(ts) / max(ts[-1] - ts[0], 1e-3):.0f}")
+print(f"{len(ts) / max(float(sys.argv[2]) - ts[0], 1e-3):.0f}")
 PY
 }
 
@@ -91,7 +99,7 @@ for N in $BACKLOGS; do
       EMITS+=("$(echo "$N / ($E - $S)" | bc)")
       PIDS=()
       for i in $(seq "$P"); do
-        "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json 2>"run$i.log" &
+        "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json "${RUN_ARGS[@]}" 2>"run$i.log" &
         PIDS+=($!)
       done
       sleep 1
@@ -99,10 +107,11 @@ for N in $BACKLOGS; do
         sleep 1
       done
       LOADS+=("$(load)")
+      END=$(last_write)
       kill -TERM "${PIDS[@]}"
       wait "${PIDS[@]}" || true
       PIDS=()
-      RATES+=("$(rate "$N")")
+      RATES+=("$(rate "$N" "$END")")
       rm -f run*.log
     done
     echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $(summary "${RATES[@]}") deliveries/s; " \
