@@ -4,9 +4,9 @@
 //! turns (one claim at a time per process), start each attempt as its own task
 //! under the subscriber's `timeout:`, and hand its outcome to one committer that
 //! records every outcome waiting in one batch (one transaction per batch, each
-//! outcome with its attempt row). A loop takes its in-flight permits
-//! before it claims, so every delivery it claims starts at once and its run's time
-//! limit (counted from the claim) is all its own. The tick, once a second, sweeps
+//! outcome with its attempt row). A loop takes its in-flight permits before it
+//! claims, so every delivery it claims starts at once and its run's time limit
+//! (counted from the claim) is all its own. The tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
 //! leases are taken back by the claims themselves (a claim reads ended leases
 //! before due deliveries). One more loop expands events written in SQL (their
@@ -78,12 +78,9 @@ impl Runtime {
 
         let capacity = self.config.batch * self.config.workers.max(1);
         // Outcomes waiting for the committer: up to twice the attempts in flight, so
-        // attempts ending while a batch is written need not wait, and the committer
-        // writes all that wait in one batch (a batch costs the store little more
-        // per outcome than it costs per batch).
-        let waiting = capacity * 2;
-        let (tx, rx) = mpsc::channel::<Done>(waiting);
-        let committer = tokio::spawn(committer(self.clone(), rx, waiting));
+        // attempts ending while a batch is written need not wait for it.
+        let (tx, rx) = mpsc::channel::<Done>(capacity * 2);
+        let committer = tokio::spawn(committer(self.clone(), rx));
         let inflight = Arc::new(Semaphore::new(capacity));
         let (hard_tx, hard_rx) = watch::channel(false);
 
@@ -231,7 +228,7 @@ async fn take_permits(
         _ = stop.changed() => return None,
     };
     let more = inflight.available_permits().min(limit.saturating_sub(1));
-    // Another loop may take some first: then this claim takes fewer.
+    // The tick may take some first (a schedule's run): then this claim takes fewer.
     if let Ok(extra) = inflight.clone().try_acquire_many_owned(u32::try_from(more).unwrap_or(u32::MAX)) {
         permits.merge(extra);
     }
@@ -346,9 +343,11 @@ async fn claim_loop(
     }
 }
 
-/// Record the outcomes `rx` brings, up to `max` a batch.
-async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>, max: usize) -> u64 {
+/// Record the outcomes `rx` brings, every outcome waiting in one batch (a batch
+/// costs the store far less per outcome than one outcome a transaction).
+async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
     let mut total = 0u64;
+    let max = rx.max_capacity();
     // Outcomes not yet written: a batch the store refused is kept and written
     // again (with what came meanwhile) after a pause.
     let mut batch: Vec<Done> = Vec::new();
