@@ -6,7 +6,9 @@
 #     (defaults "10000 100000 1000000" and "1 2 4"; JADPO_BENCH_POSTGRES_URL names
 #      the server, postgres://postgres@127.0.0.1:5432/test by default;
 #      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default;
-#      JADPO_BENCH_RUN_ARGS more `jadpoc run` flags, say "--workers 1")
+#      JADPO_BENCH_RUN_ARGS more `jadpoc run` flags, say "--workers 1";
+#      JADPO_BENCH_JADPOC a `jadpoc` binary to measure instead of this tree's
+#      release build, say an older build's, to compare the two)
 #
 # For each backlog and number of `jadpoc run` processes, REPEAT times, each in a
 # fresh database:
@@ -29,8 +31,11 @@ ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
-J="$ROOT/target/release/jadpoc"
+J=${JADPO_BENCH_JADPOC:-}
+if [ -z "$J" ]; then
+  cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
+  J="$ROOT/target/release/jadpoc"
+fi
 WORK=$(mktemp -d)
 DB=jadpo_bench_$$
 URL="${ADMIN%/*}/$DB"

@@ -50,6 +50,8 @@ fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
     assert_eq!(all.len(), 2, "one delivery for the emitted event, one for the expanded one");
     let made = all.iter().find(|d| d.event_id == ids[0]).expect("the expanded event's delivery");
     assert_eq!((made.state, made.due_at_ms, made.budget_start_ms), (DeliveryState::Pending, Some(T0 + 5), T0 + 5));
+    let (_, shown) = store.event(ids[0]).unwrap().unwrap();
+    assert_eq!(shown.iter().map(|d| d.id).collect::<Vec<_>>(), vec![made.id], "the expanded event shows its delivery");
 
     let (invalid, deliveries) = store.event(ids[1]).unwrap().unwrap();
     assert!(invalid.expanded);

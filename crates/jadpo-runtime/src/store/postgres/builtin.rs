@@ -15,56 +15,110 @@ pub(super) fn insert_events(
     events: &[NewEvent],
     now_ms: i64,
 ) -> Result<Vec<i64>, StoreError> {
+    let events: Vec<(&NewEvent, Option<i64>)> = events.iter().map(|e| (e, None)).collect();
+    insert_events_of(tx, s, &events, now_ms)
+}
+
+/// Store events, each with the event it replays if any, and their deliveries, as
+/// [`insert_events`] does.
+pub(super) fn insert_events_of(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: &[(&NewEvent, Option<i64>)],
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    // The events' ids first, so that each delivery names its event in the same
-    // bulk insert; taken from the column's own sequence, in emit order.
-    let rows = tx
-        .query(
-            &q(
-                "SELECT nextval(pg_get_serial_sequence('{s}.events', 'id')) AS id FROM generate_series(1, $1::bigint)",
-                s,
-            ),
-            &[&(events.len() as i64)],
-        )
-        .map_err(pg_error)?;
-    let mut ids = rows.iter().map(|r| col::<i64>(r, "id")).collect::<Result<Vec<_>, _>>()?;
-    ids.sort_unstable();
-    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-    let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
-    tx.execute(
-        &q(
-            "INSERT INTO {s}.events (id, name, payload, emitted_at) \
-             SELECT id, name, payload, $4::bigint FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, name, payload)",
-            s,
-        ),
-        &[&ids, &names, &payloads, &now_ms],
-    )
-    .map_err(pg_error)?;
-    let (mut event_ids, mut subscribers, mut connections) = (Vec::new(), Vec::new(), Vec::new());
-    for (e, &id) in events.iter().zip(&ids) {
+    // The ids first, taken from the columns' own sequences in emit order, so that
+    // each event names its deliveries and each delivery its event in the same
+    // bulk inserts.
+    let n_deliveries = events.iter().map(|(e, _)| e.deliveries.len()).sum();
+    let (ids, delivery_ids) = next_ids(tx, s, events.len(), n_deliveries)?;
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.name.as_str()).collect();
+    let payloads: Vec<&str> = events.iter().map(|(e, _)| e.payload.as_str()).collect();
+    let replay_of: Vec<Option<i64>> = events.iter().map(|(_, of)| *of).collect();
+    // Each event's deliveries are the slice [lo, hi] (1-based) of all the batch's
+    // delivery ids; an event with none has hi = lo - 1 (an empty slice).
+    let (mut lo, mut hi) = (Vec::with_capacity(events.len()), Vec::with_capacity(events.len()));
+    let (mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![]);
+    for ((e, _), &id) in events.iter().zip(&ids) {
+        lo.push(event_ids.len() as i64 + 1);
         for d in &e.deliveries {
             event_ids.push(id);
             subscribers.push(d.subscriber.as_str());
             connections.push(d.connection.as_str());
         }
+        hi.push(event_ids.len() as i64);
     }
-    if !event_ids.is_empty() {
-        tx.execute(
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
+             SELECT id, name, payload, $4::bigint, replay_of, ($6::bigint[])[lo:hi] \
+             FROM unnest($1::bigint[], $2::text[], $3::text[], $5::bigint[], $7::bigint[], $8::bigint[]) \
+             AS u(id, name, payload, replay_of, lo, hi)",
+            s,
+        ),
+        &[&ids, &names, &payloads, &now_ms, &replay_of, &delivery_ids, &lo, &hi],
+    )
+    .map_err(pg_error)?;
+    insert_deliveries(tx, s, &delivery_ids, &event_ids, &subscribers, &connections, now_ms)?;
+    Ok(ids)
+}
+
+/// `events` fresh event ids and `deliveries` fresh delivery ids, each from its
+/// column's sequence, in order.
+pub(super) fn next_ids(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: usize,
+    deliveries: usize,
+) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
+    let row = tx
+        .query_one(
             &q(
-                "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, \
-                 budget_start, held_ms, created_at) \
-                 SELECT event_id, subscriber, connection, 'pending', 0, $4::bigint, $4::bigint, 0, $4::bigint \
-                 FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS u(event_id, subscriber, \
-                 connection, n) ORDER BY n",
+                "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('{s}.events', 'id')) \
+                 FROM generate_series(1, $1::bigint)) AS events, \
+                 ARRAY(SELECT nextval(pg_get_serial_sequence('{s}.deliveries', 'id')) \
+                 FROM generate_series(1, $2::bigint)) AS deliveries",
                 s,
             ),
-            &[&event_ids, &subscribers, &connections, &now_ms],
+            &[&(events as i64), &(deliveries as i64)],
         )
         .map_err(pg_error)?;
+    let mut events: Vec<i64> = col(&row, "events")?;
+    let mut deliveries: Vec<i64> = col(&row, "deliveries")?;
+    events.sort_unstable();
+    deliveries.sort_unstable();
+    Ok((events, deliveries))
+}
+
+/// Write deliveries with the ids given (see [`next_ids`]), each of the event
+/// named beside it, pending and due at `now_ms` with a fresh budget.
+pub(super) fn insert_deliveries(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    ids: &[i64],
+    event_ids: &[i64],
+    subscribers: &[&str],
+    connections: &[&str],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    if ids.is_empty() {
+        return Ok(());
     }
-    Ok(ids)
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+             budget_start, held_ms, created_at) \
+             SELECT id, event_id, subscriber, connection, 'pending', 0, $5::bigint, $5::bigint, 0, $5::bigint \
+             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS u(id, event_id, subscriber, connection)",
+            s,
+        ),
+        &[&ids, &event_ids, &subscribers, &connections, &now_ms],
+    )
+    .map_err(pg_error)?;
+    Ok(())
 }
 
 /// A delivery a claim gave up (its statement matched): store what that raises.

@@ -83,15 +83,13 @@ pub(super) fn read_rows(
 ) -> Result<Vec<ClaimRow>, StoreError> {
     // The state (pending: due deliveries; running: ended leases) is written into
     // the statement, not passed, so that the partial index of that state is the
-    // plan whatever the parameters; the handled record is a join reached by key,
-    // row by row (a subquery could be planned as a hash of the whole table).
+    // plan whatever the parameters.
     let sql = q(
         &format!(
             "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
              d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
-             h.delivery_id IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload \
+             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload \
              FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             LEFT JOIN {{s}}.handled h ON h.delivery_id = d.id \
              WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
              ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
             of.as_str()

@@ -3,11 +3,16 @@
 //! their deliveries, replays, and the counts `status` shows.
 
 use super::super::{
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, Replay, UnexpandedEvent,
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, Replay, UnexpandedEvent,
 };
+use super::builtin::{insert_deliveries, insert_events_of, next_ids};
 use super::reads::{VIEW_COLUMNS, view_of};
 use super::{StoreError, col, pg_error, q, state_of};
-use postgres::{Client, GenericClient, Row, Transaction};
+use postgres::{Client, GenericClient, Row};
+
+/// An event (`e`) joined with its deliveries (`d`), each reached by its key.
+const EVENT_DELIVERIES: &str =
+    "{s}.events e CROSS JOIN LATERAL unnest(e.delivery_ids) AS x(id) JOIN {s}.deliveries d ON d.id = x.id";
 
 const EVENT_COLUMNS: &str = "e.id, e.name, e.payload, e.emitted_at, e.expanded, e.invalid_code, e.invalid_reason, \
      e.replay_of";
@@ -31,37 +36,16 @@ fn event_of(r: &Row) -> Result<EventView, StoreError> {
 fn delivery_counts(tx: &mut impl GenericClient, s: &str, event: &mut EventView) -> Result<(), StoreError> {
     let rows = tx
         .query(
-            &q("SELECT state, count(*) AS n FROM {s}.deliveries WHERE event_id = $1 GROUP BY state ORDER BY state", s),
+            &q(
+                &format!("SELECT d.state, count(*) AS n FROM {EVENT_DELIVERIES} WHERE e.id = $1 GROUP BY d.state ORDER BY d.state"),
+                s,
+            ),
             &[&event.id],
         )
         .map_err(pg_error)?;
     for r in &rows {
         let state = state_of(&col::<String>(r, "state")?)?;
         event.deliveries.push((state, u64::try_from(col::<i64>(r, "n")?).unwrap_or(0)));
-    }
-    Ok(())
-}
-
-/// Write an event's deliveries, due at once with a fresh budget.
-fn insert_deliveries(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    event_id: i64,
-    deliveries: &[NewDelivery],
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
-    let del = tx
-        .prepare(&q(
-            "INSERT INTO {s}.deliveries (event_id, subscriber, connection, state, attempts, due_at, budget_start, \
-             held_ms, created_at) VALUES ($1, $2, $3, 'pending', 0, $4, $4, 0, $4)",
-            s,
-        ))
-        .map_err(pg_error)?;
-    for d in deliveries {
-        tx.execute(&del, &[&event_id, &d.subscriber, &d.connection, &now_ms]).map_err(pg_error)?;
     }
     Ok(())
 }
@@ -94,7 +78,7 @@ pub(super) fn expand(
     }
     let mark = tx
         .prepare(&q(
-            "UPDATE {s}.events SET expanded = true, invalid_code = $2, invalid_reason = $3 \
+            "UPDATE {s}.events SET expanded = true, invalid_code = $2, invalid_reason = $3, delivery_ids = $4 \
              WHERE id = $1 AND NOT expanded",
             s,
         ))
@@ -102,20 +86,21 @@ pub(super) fn expand(
     for r in &rows {
         let e = UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? };
         let decided = expand(&e);
-        let (code, reason) = match &decided {
-            Expansion::Deliveries(_) => (None, None),
-            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
+        let (code, reason, deliveries) = match &decided {
+            Expansion::Deliveries(d) => (None, None, d.as_slice()),
+            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str()), &[][..]),
         };
+        let (_, ids) = next_ids(&mut tx, s, 0, deliveries.len())?;
         // Guarded by itself as well as by the lock: an event expanded and
         // committed since it was read is not expanded again.
-        if tx.execute(&mark, &[&e.id, &code, &reason]).map_err(pg_error)? == 0 {
+        if tx.execute(&mark, &[&e.id, &code, &reason, &ids]).map_err(pg_error)? == 0 {
             continue;
         }
+        let subscribers: Vec<&str> = deliveries.iter().map(|d| d.subscriber.as_str()).collect();
+        let connections: Vec<&str> = deliveries.iter().map(|d| d.connection.as_str()).collect();
+        insert_deliveries(&mut tx, s, &ids, &vec![e.id; ids.len()], &subscribers, &connections, now_ms)?;
         match decided {
-            Expansion::Deliveries(deliveries) => {
-                insert_deliveries(&mut tx, s, e.id, &deliveries, now_ms)?;
-                report.expanded.push((e.id, deliveries.len()));
-            }
+            Expansion::Deliveries(deliveries) => report.expanded.push((e.id, deliveries.len())),
             Expansion::Invalid { code, reason } => report.invalid.push((e.id, e.name, code, reason)),
         }
     }
@@ -151,13 +136,7 @@ pub(super) fn one(c: &mut Client, s: &str, id: i64) -> Result<Option<(EventView,
     };
     let mut event = event_of(&row)?;
     delivery_counts(&mut tx, s, &mut event)?;
-    let sql = q(
-        &format!(
-            "SELECT {VIEW_COLUMNS} FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             WHERE d.event_id = $1 ORDER BY d.id"
-        ),
-        s,
-    );
+    let sql = q(&format!("SELECT {VIEW_COLUMNS} FROM {EVENT_DELIVERIES} WHERE e.id = $1 ORDER BY d.id"), s);
     let deliveries = tx.query(&sql, &[&id]).map_err(pg_error)?.iter().map(view_of).collect::<Result<Vec<_>, _>>()?;
     tx.commit().map_err(pg_error)?;
     Ok(Some((event, deliveries)))
@@ -165,19 +144,8 @@ pub(super) fn one(c: &mut Client, s: &str, id: i64) -> Result<Option<(EventView,
 
 pub(super) fn replay(client: &mut Client, s: &str, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
-    let ev = tx
-        .prepare(&q(
-            "INSERT INTO {s}.events (name, payload, emitted_at, replay_of) VALUES ($1, $2, $3, $4) RETURNING id",
-            s,
-        ))
-        .map_err(pg_error)?;
-    let mut ids = Vec::with_capacity(replays.len());
-    for r in replays {
-        let row = tx.query_one(&ev, &[&r.event.name, &r.event.payload, &now_ms, &r.of]).map_err(pg_error)?;
-        let id: i64 = col(&row, "id")?;
-        insert_deliveries(&mut tx, s, id, &r.event.deliveries, now_ms)?;
-        ids.push(id);
-    }
+    let events: Vec<(&NewEvent, Option<i64>)> = replays.iter().map(|r| (&r.event, Some(r.of))).collect();
+    let ids = insert_events_of(&mut tx, s, &events, now_ms)?;
     tx.commit().map_err(pg_error)?;
     Ok(ids)
 }

@@ -61,10 +61,10 @@ pub(super) fn insert_lost_attempts(
     Ok(())
 }
 
-/// Write every outcome's decision, attempt row and handled record in one
-/// statement. Each decision is written only while its delivery is still
-/// `running` with this attempt from this claim (a reclaimed lease wins); the
-/// attempt row and handled record only with it. Returns the indices, in
+/// Write every outcome's decision (with the handled record, a column of the
+/// delivery, on success) and attempt row in one statement. Each decision is
+/// written only while its delivery is still `running` with this attempt from
+/// this claim (a reclaimed lease wins); the attempt row only with it. Returns the indices, in
 /// `outcomes`, of those written, in order.
 pub(super) fn conclude_all(
     tx: &mut Transaction<'_>,
@@ -108,7 +108,8 @@ pub(super) fn conclude_all(
     let sql = q(
         "WITH done AS (UPDATE {s}.deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
          last_code = COALESCE(u.code, d.last_code), last_kind = COALESCE(u.kind, d.last_kind), \
-         last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason \
+         last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason, \
+         handled_at = COALESCE(d.handled_at, CASE WHEN u.handled THEN u.ended_at END) \
          FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], \
          $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
          $15::text[], $16::bigint[], $17::text[], $18::bool[], $19::text[]) AS u(i, id, attempt, started_at, state, due_at, \
@@ -116,12 +117,10 @@ pub(super) fn conclude_all(
          handled, running) \
          WHERE d.id = u.id AND d.state = u.running AND d.attempts = u.attempt AND d.claimed_at = u.started_at \
          RETURNING u.i, u.id, u.attempt, u.started_at, u.duration_ms, u.outcome, u.a_code, u.a_kind, \
-         u.http_status, u.a_reason, u.handled, u.ended_at), \
+         u.http_status, u.a_reason), \
          tried AS (INSERT INTO {s}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
          http_status, reason) SELECT id, attempt, started_at, duration_ms, outcome, a_code, a_kind, http_status, \
-         a_reason FROM done), \
-         kept AS (INSERT INTO {s}.handled (delivery_id, handled_at) SELECT id, ended_at FROM done WHERE handled \
-         ON CONFLICT DO NOTHING) \
+         a_reason FROM done) \
          SELECT i FROM done",
         s,
     );

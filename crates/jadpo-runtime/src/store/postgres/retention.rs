@@ -1,7 +1,8 @@
 //! Retention: final deliveries older than a cut deleted in small transactions,
 //! each by a statement guarded by its being final and old still (re-checked on
 //! the row as it is when the delete runs, under `READ COMMITTED`), then its
-//! attempts and handled record, then the events left with no delivery.
+//! attempts (its handled record is a column of its row), then the events left
+//! with no delivery.
 
 use super::super::{PruneCounts, PrunePlan};
 use super::{StoreError, col, pg_error, q};
@@ -17,7 +18,7 @@ fn pruned_deliveries(plan: &PrunePlan) -> String {
 /// deliveries is left. Only events of deliveries just deleted are looked at, so
 /// an event that never had a delivery is not touched by this alone; a condition
 /// that keeps more events (one still to be expanded, say) is added here.
-const EVENT_LEFT_EMPTY: &str = "NOT EXISTS (SELECT 1 FROM {s}.deliveries d WHERE d.event_id = e.id)";
+const EVENT_LEFT_EMPTY: &str = "NOT EXISTS (SELECT 1 FROM {s}.deliveries d WHERE d.id = ANY(e.delivery_ids))";
 
 pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
     let which = pruned_deliveries(plan);
@@ -31,7 +32,7 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
                 &format!(
                     "WITH gone AS (DELETE FROM {{s}}.deliveries d WHERE d.id IN (SELECT d.id FROM {{s}}.deliveries d \
                      WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
-                     RETURNING d.id, d.event_id) SELECT id, event_id FROM gone"
+                     RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) SELECT id, event_id, handled FROM gone"
                 ),
                 s,
             ),
@@ -44,6 +45,7 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
     for r in &deleted {
         ids.push(col::<i64>(r, "id")?);
         events.push(col::<i64>(r, "event_id")?);
+        counts.handled += u64::from(col::<bool>(r, "handled")?);
     }
     counts.deliveries = ids.len() as u64;
     if ids.is_empty() {
@@ -52,8 +54,6 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
     }
     counts.attempts =
         tx.execute(&q("DELETE FROM {s}.attempts WHERE delivery_id = ANY($1)", s), &[&ids]).map_err(pg_error)?;
-    counts.handled =
-        tx.execute(&q("DELETE FROM {s}.handled WHERE delivery_id = ANY($1)", s), &[&ids]).map_err(pg_error)?;
     events.sort_unstable();
     events.dedup();
     counts.events = tx
@@ -70,11 +70,10 @@ pub(super) fn prune_preview(client: &mut Client, s: &str, plan: &PrunePlan) -> R
             "SELECT (SELECT count(*) FROM {{s}}.deliveries d WHERE {which}) AS deliveries, \
              (SELECT count(*) FROM {{s}}.attempts a JOIN {{s}}.deliveries d ON d.id = a.delivery_id WHERE {which}) \
              AS attempts, \
-             (SELECT count(*) FROM {{s}}.handled h JOIN {{s}}.deliveries d ON d.id = h.delivery_id WHERE {which}) \
-             AS handled, \
+             (SELECT count(*) FROM {{s}}.deliveries d WHERE {which} AND d.handled_at IS NOT NULL) AS handled, \
              (SELECT count(*) FROM {{s}}.events e WHERE EXISTS (SELECT 1 FROM {{s}}.deliveries d \
-             WHERE d.event_id = e.id AND {which}) AND NOT EXISTS (SELECT 1 FROM {{s}}.deliveries d \
-             WHERE d.event_id = e.id AND NOT ({which}))) AS events"
+             WHERE d.id = ANY(e.delivery_ids) AND {which}) AND NOT EXISTS (SELECT 1 FROM {{s}}.deliveries d \
+             WHERE d.id = ANY(e.delivery_ids) AND NOT ({which}))) AS events"
         ),
         s,
     );

@@ -389,3 +389,49 @@ fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it(
     db.meddle(&format!("INSERT INTO jadpo.schema_migrations (version) VALUES ({})", super::schema::READS_NEED));
     assert!(PgStore::open(&db.url, OpenOptions::read_only()).is_ok());
 }
+
+#[test]
+fn a_store_migrated_from_handled_rows_and_the_index_by_event_keeps_its_history() {
+    let Some(db) = Db::new() else { return };
+    let mut c = db.client();
+    super::schema::migrate_to(&mut c, "jadpo", "test", 5).expect("version 5");
+    // Event 1 with a succeeded and a pending delivery, event 2 with one that
+    // succeeded at its second attempt; handled records as rows of their own.
+    c.batch_execute(&format!(
+        "INSERT INTO jadpo.events (name, payload, emitted_at) VALUES ('Paid', '{{}}', {T0}), ('Paid', '{{}}', {T0});
+         INSERT INTO jadpo.deliveries (event_id, subscriber, connection, state, attempts, due_at, claimed_at,
+             budget_start, created_at) VALUES
+             (1, 'a', 'c', 'succeeded', 1, NULL, {T0}, {T0}, {T0}),
+             (1, 'b', 'c', 'pending', 0, {T0}, NULL, {T0}, {T0}),
+             (2, 'a', 'c', 'succeeded', 2, NULL, {T0}, {T0}, {T0});
+         INSERT INTO jadpo.attempts (delivery_id, attempt, started_at, duration_ms, outcome) VALUES
+             (1, 1, {T0}, 5, 'succeeded'), (3, 1, {T0}, 5, 'failed'), (3, 2, {T0}, 7, 'succeeded');
+         INSERT INTO jadpo.handled (delivery_id, handled_at) VALUES (1, {T0} + 5), (3, {T0} + 9);"
+    ))
+    .expect("fill version 5");
+    let store = PgStore::open(&db.url, OpenOptions::read_write()).expect("migrated");
+    let handled: Vec<(i64, Option<i64>)> = c
+        .query("SELECT id, handled_at FROM jadpo.deliveries ORDER BY id", &[])
+        .expect("handled")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(handled, vec![(1, Some(T0 + 5)), (2, None), (3, Some(T0 + 9))]);
+    let ids = |event: i64| -> Vec<i64> {
+        let (_, deliveries) = store.event(event).expect("event").expect("found");
+        deliveries.iter().map(|d| d.id).collect()
+    };
+    assert_eq!((ids(1), ids(2)), (vec![1, 2], vec![3]));
+    let (_, history) = store.delivery(3).expect("delivery").expect("found");
+    assert_eq!(history.iter().map(|a| (a.attempt, a.duration_ms)).collect::<Vec<_>>(), vec![(1, 5), (2, 7)]);
+    // An event stored after the migration names its delivery, whose id follows on.
+    emit_due(&store, T0);
+    assert_eq!(ids(3), vec![4]);
+    // The succeeded deliveries go with their handled records and attempts; event 2
+    // goes with its last delivery, event 1 stays with its pending one.
+    let plan = crate::retention::plan(T0 + 86_400_000, 3_600_000, false);
+    let pruned = crate::retention::prune(&store, &plan).expect("prune");
+    assert_eq!((pruned.deliveries, pruned.handled, pruned.attempts, pruned.events), (2, 2, 3, 1));
+    assert_eq!(ids(1), vec![2]);
+    assert!(store.event(2).expect("event").is_none());
+}
