@@ -126,8 +126,53 @@ fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
     assert!(store.event(replayed[0] + 100).unwrap().is_none());
 }
 
+fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
+    let store = f.open();
+    let to = |subscribers: &[&str]| -> Vec<NewDelivery> {
+        subscribers.iter().map(|s| NewDelivery { subscriber: (*s).into(), connection: "c".into() }).collect()
+    };
+    // A batch with two deliveries, none and one: each event names only its own.
+    let batch: Vec<NewEvent> = [to(&["rec", "audit"]), to(&[]), to(&["rec"])]
+        .into_iter()
+        .map(|deliveries| NewEvent { name: "Paid".into(), payload: "{}".into(), deliveries })
+        .collect();
+    let emitted = store.emit(&batch, T0).unwrap();
+    // The same shapes expanded from SQL, with an invalid event between.
+    let written = f.emit_in_sql(&[("Two", "{}"), ("Nope", "{}"), ("One", "{}")]);
+    let report = store
+        .expand_events(T0 + 1, 10, &mut |e: &UnexpandedEvent| match e.name.as_str() {
+            "Two" => Expansion::Deliveries(to(&["rec", "audit"])),
+            "One" => Expansion::Deliveries(to(&["rec"])),
+            _ => Expansion::Invalid { code: "ingest.unknown_event".into(), reason: "unknown".into() },
+        })
+        .unwrap();
+    assert_eq!(report.expanded, vec![(written[0], 2), (written[2], 1)]);
+    let replayed = store
+        .replay(
+            &[Replay { of: emitted[0], event: batch[0].clone() }, Replay { of: emitted[2], event: batch[2].clone() }],
+            T0 + 2,
+        )
+        .unwrap();
+    for (ids, what) in
+        [(emitted, "emitted"), (written, "written in SQL"), (vec![replayed[0], -1, replayed[1]], "replayed")]
+    {
+        let shown = |id: i64| -> Vec<(i64, String)> {
+            let (_, deliveries) = store.event(id).unwrap().unwrap();
+            deliveries.iter().map(|d| (d.event_id, d.subscriber.clone())).collect()
+        };
+        assert_eq!(shown(ids[0]), vec![(ids[0], "rec".into()), (ids[0], "audit".into())], "{what}");
+        if ids[1] > 0 {
+            assert_eq!(shown(ids[1]), vec![], "{what}");
+        }
+        assert_eq!(shown(ids[2]), vec![(ids[2], "rec".into())], "{what}");
+        let counted = store.event(ids[0]).unwrap().unwrap().0.deliveries;
+        assert_eq!(counted, vec![(DeliveryState::Pending, 2)], "{what}");
+    }
+}
+
 // Each test above, on every store.
 crate::common::on_every_store!(
+    events_stored_together_each_show_their_own_deliveries,
     an_event_written_in_sql_is_expanded_once_or_kept_invalid,
     two_handles_never_expand_one_event_twice,
     events_are_listed_newest_first_shown_and_replayed,

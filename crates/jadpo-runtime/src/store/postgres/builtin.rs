@@ -2,7 +2,7 @@
 //! change that raises them (a claim that gives a delivery up, a recorded outcome,
 //! a breaker that closes, an outage's alert), once its guarded statement matched.
 
-use super::super::{BreakerAlert, ClaimRow, EndedDelivery, NewEvent, Raise};
+use super::super::{BreakerAlert, ClaimRow, EndedDelivery, NewDelivery, NewEvent, Raise};
 use super::{StoreError, col, pg_error, q};
 use crate::rules::Failure;
 use postgres::Transaction;
@@ -33,24 +33,12 @@ pub(super) fn insert_events_of(
     // The ids first, taken from the columns' own sequences in emit order, so that
     // each event names its deliveries and each delivery its event in the same
     // bulk inserts.
-    let n_deliveries = events.iter().map(|(e, _)| e.deliveries.len()).sum();
-    let (ids, delivery_ids) = next_ids(tx, s, events.len(), n_deliveries)?;
+    let ids = next_ids(tx, s, "events", events.len())?;
+    let made: Vec<&[NewDelivery]> = events.iter().map(|(e, _)| e.deliveries.as_slice()).collect();
+    let batch = DeliveryIds::of(tx, s, &made)?;
     let names: Vec<&str> = events.iter().map(|(e, _)| e.name.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|(e, _)| e.payload.as_str()).collect();
     let replay_of: Vec<Option<i64>> = events.iter().map(|(_, of)| *of).collect();
-    // Each event's deliveries are the slice [lo, hi] (1-based) of all the batch's
-    // delivery ids; an event with none has hi = lo - 1 (an empty slice).
-    let (mut lo, mut hi) = (Vec::with_capacity(events.len()), Vec::with_capacity(events.len()));
-    let (mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![]);
-    for ((e, _), &id) in events.iter().zip(&ids) {
-        lo.push(event_ids.len() as i64 + 1);
-        for d in &e.deliveries {
-            event_ids.push(id);
-            subscribers.push(d.subscriber.as_str());
-            connections.push(d.connection.as_str());
-        }
-        hi.push(event_ids.len() as i64);
-    }
     tx.execute(
         &q(
             "INSERT INTO {s}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
@@ -59,66 +47,95 @@ pub(super) fn insert_events_of(
              AS u(id, name, payload, replay_of, lo, hi)",
             s,
         ),
-        &[&ids, &names, &payloads, &now_ms, &replay_of, &delivery_ids, &lo, &hi],
+        &[&ids, &names, &payloads, &now_ms, &replay_of, &batch.ids, &batch.lo, &batch.hi],
     )
     .map_err(pg_error)?;
-    insert_deliveries(tx, s, &delivery_ids, &event_ids, &subscribers, &connections, now_ms)?;
+    batch.insert(tx, s, &ids, &made, |_| true, now_ms)?;
     Ok(ids)
 }
 
-/// `events` fresh event ids and `deliveries` fresh delivery ids, each from its
-/// column's sequence, in order.
-pub(super) fn next_ids(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    events: usize,
-    deliveries: usize,
-) -> Result<(Vec<i64>, Vec<i64>), StoreError> {
-    let row = tx
-        .query_one(
+/// `n` fresh ids from the id sequence of `table`, in order.
+fn next_ids(tx: &mut Transaction<'_>, s: &str, table: &str, n: usize) -> Result<Vec<i64>, StoreError> {
+    let rows = tx
+        .query(
             &q(
-                "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('{s}.events', 'id')) \
-                 FROM generate_series(1, $1::bigint)) AS events, \
-                 ARRAY(SELECT nextval(pg_get_serial_sequence('{s}.deliveries', 'id')) \
-                 FROM generate_series(1, $2::bigint)) AS deliveries",
+                &format!(
+                    "SELECT nextval(pg_get_serial_sequence('{{s}}.{table}', 'id')) AS id \
+                     FROM generate_series(1, $1::bigint)"
+                ),
                 s,
             ),
-            &[&(events as i64), &(deliveries as i64)],
+            &[&(n as i64)],
         )
         .map_err(pg_error)?;
-    let mut events: Vec<i64> = col(&row, "events")?;
-    let mut deliveries: Vec<i64> = col(&row, "deliveries")?;
-    events.sort_unstable();
-    deliveries.sort_unstable();
-    Ok((events, deliveries))
+    let mut ids = rows.iter().map(|r| col::<i64>(r, "id")).collect::<Result<Vec<_>, _>>()?;
+    ids.sort_unstable();
+    Ok(ids)
 }
 
-/// Write deliveries with the ids given (see [`next_ids`]), each of the event
-/// named beside it, pending and due at `now_ms` with a fresh budget.
-pub(super) fn insert_deliveries(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    ids: &[i64],
-    event_ids: &[i64],
-    subscribers: &[&str],
-    connections: &[&str],
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    if ids.is_empty() {
-        return Ok(());
+/// The ids of a batch of events' deliveries, taken before any is written: all of
+/// them in order, and each event's as the slice `[lo, hi]` (1-based, as SQL's
+/// arrays count) of them, empty (`hi = lo - 1`) for an event with none.
+pub(super) struct DeliveryIds {
+    pub(super) ids: Vec<i64>,
+    pub(super) lo: Vec<i64>,
+    pub(super) hi: Vec<i64>,
+}
+
+impl DeliveryIds {
+    /// Fresh ids for the deliveries each event makes.
+    pub(super) fn of(tx: &mut Transaction<'_>, s: &str, made: &[&[NewDelivery]]) -> Result<DeliveryIds, StoreError> {
+        let ids = next_ids(tx, s, "deliveries", made.iter().map(|d| d.len()).sum())?;
+        let (mut lo, mut hi) = (Vec::with_capacity(made.len()), Vec::with_capacity(made.len()));
+        let mut taken = 0i64;
+        for d in made {
+            lo.push(taken + 1);
+            taken += d.len() as i64;
+            hi.push(taken);
+        }
+        Ok(DeliveryIds { ids, lo, hi })
     }
-    tx.execute(
-        &q(
-            "INSERT INTO {s}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
-             budget_start, held_ms, created_at) \
-             SELECT id, event_id, subscriber, connection, 'pending', 0, $5::bigint, $5::bigint, 0, $5::bigint \
-             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS u(id, event_id, subscriber, connection)",
-            s,
-        ),
-        &[&ids, &event_ids, &subscribers, &connections, &now_ms],
-    )
-    .map_err(pg_error)?;
-    Ok(())
+
+    /// Write the deliveries of the events `keep` takes (`events` and `made` in the
+    /// order the ids were taken), pending and due at `now_ms` with a fresh budget.
+    pub(super) fn insert(
+        &self,
+        tx: &mut Transaction<'_>,
+        s: &str,
+        events: &[i64],
+        made: &[&[NewDelivery]],
+        keep: impl Fn(i64) -> bool,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let (mut ids, mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![], vec![]);
+        let mut next = self.ids.iter();
+        for (&event, deliveries) in events.iter().zip(made) {
+            for (d, &id) in deliveries.iter().zip(next.by_ref()) {
+                if keep(event) {
+                    ids.push(id);
+                    event_ids.push(event);
+                    subscribers.push(d.subscriber.as_str());
+                    connections.push(d.connection.as_str());
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        tx.execute(
+            &q(
+                "INSERT INTO {s}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+                 budget_start, held_ms, created_at) \
+                 SELECT id, event_id, subscriber, connection, 'pending', 0, $5::bigint, $5::bigint, 0, $5::bigint \
+                 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) \
+                 AS u(id, event_id, subscriber, connection)",
+                s,
+            ),
+            &[&ids, &event_ids, &subscribers, &connections, &now_ms],
+        )
+        .map_err(pg_error)?;
+        Ok(())
+    }
 }
 
 /// A delivery a claim gave up (its statement matched): store what that raises.

@@ -3,12 +3,14 @@
 //! their deliveries, replays, and the counts `status` shows.
 
 use super::super::{
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, Replay, UnexpandedEvent,
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent, Replay,
+    UnexpandedEvent,
 };
-use super::builtin::{insert_deliveries, insert_events_of, next_ids};
+use super::builtin::{DeliveryIds, insert_events_of};
 use super::reads::{VIEW_COLUMNS, view_of};
 use super::{StoreError, col, pg_error, q, state_of};
 use postgres::{Client, GenericClient, Row};
+use std::collections::HashSet;
 
 /// An event (`e`) joined with its deliveries (`d`), each reached by its key.
 const EVENT_DELIVERIES: &str =
@@ -37,7 +39,10 @@ fn delivery_counts(tx: &mut impl GenericClient, s: &str, event: &mut EventView) 
     let rows = tx
         .query(
             &q(
-                &format!("SELECT d.state, count(*) AS n FROM {EVENT_DELIVERIES} WHERE e.id = $1 GROUP BY d.state ORDER BY d.state"),
+                &format!(
+                    "SELECT d.state, count(*) AS n FROM {EVENT_DELIVERIES} WHERE e.id = $1 \
+                     GROUP BY d.state ORDER BY d.state"
+                ),
                 s,
             ),
             &[&event.id],
@@ -76,30 +81,50 @@ pub(super) fn expand(
         tx.commit().map_err(pg_error)?;
         return Ok(report);
     }
-    let mark = tx
-        .prepare(&q(
-            "UPDATE {s}.events SET expanded = true, invalid_code = $2, invalid_reason = $3, delivery_ids = $4 \
-             WHERE id = $1 AND NOT expanded",
-            s,
-        ))
-        .map_err(pg_error)?;
-    for r in &rows {
-        let e = UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? };
-        let decided = expand(&e);
-        let (code, reason, deliveries) = match &decided {
-            Expansion::Deliveries(d) => (None, None, d.as_slice()),
-            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str()), &[][..]),
+    let events = rows
+        .iter()
+        .map(|r| Ok(UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? }))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let decided: Vec<Expansion> = events.iter().map(expand).collect();
+    let none: &[NewDelivery] = &[];
+    let made: Vec<&[NewDelivery]> = decided
+        .iter()
+        .map(|d| match d {
+            Expansion::Deliveries(d) => d.as_slice(),
+            Expansion::Invalid { .. } => none,
+        })
+        .collect();
+    let batch = DeliveryIds::of(&mut tx, s, &made)?;
+    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    let (mut codes, mut reasons) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
+    for d in &decided {
+        let (code, reason) = match d {
+            Expansion::Deliveries(_) => (None, None),
+            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
         };
-        let (_, ids) = next_ids(&mut tx, s, 0, deliveries.len())?;
-        // Guarded by itself as well as by the lock: an event expanded and
-        // committed since it was read is not expanded again.
-        if tx.execute(&mark, &[&e.id, &code, &reason, &ids]).map_err(pg_error)? == 0 {
-            continue;
-        }
-        let subscribers: Vec<&str> = deliveries.iter().map(|d| d.subscriber.as_str()).collect();
-        let connections: Vec<&str> = deliveries.iter().map(|d| d.connection.as_str()).collect();
-        insert_deliveries(&mut tx, s, &ids, &vec![e.id; ids.len()], &subscribers, &connections, now_ms)?;
-        match decided {
+        codes.push(code);
+        reasons.push(reason);
+    }
+    // Guarded by itself as well as by the lock: an event expanded and committed
+    // since it was read is not expanded again, nor given deliveries.
+    let marked = tx
+        .query(
+            &q(
+                "UPDATE {s}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
+                 delivery_ids = ($1::bigint[])[u.lo:u.hi] \
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(id, code, reason, lo, hi) \
+                 WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
+                s,
+            ),
+            &[&batch.ids, &ids, &codes, &reasons, &batch.lo, &batch.hi],
+        )
+        .map_err(pg_error)?
+        .iter()
+        .map(|r| col::<i64>(r, "id"))
+        .collect::<Result<HashSet<i64>, _>>()?;
+    batch.insert(&mut tx, s, &ids, &made, |event| marked.contains(&event), now_ms)?;
+    for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
+        match d {
             Expansion::Deliveries(deliveries) => report.expanded.push((e.id, deliveries.len())),
             Expansion::Invalid { code, reason } => report.invalid.push((e.id, e.name, code, reason)),
         }
