@@ -64,8 +64,8 @@ pub(super) fn insert_lost_attempts(
 /// Write every outcome's decision (with the handled record, a column of the
 /// delivery, on success) and attempt row in one statement. Each decision is
 /// written only while its delivery is still `running` with this attempt from
-/// this claim (a reclaimed lease wins); the attempt row only with it. Returns the indices, in
-/// `outcomes`, of those written, in order.
+/// this claim (a reclaimed lease wins); the attempt row only with it. Returns
+/// the indices, in `outcomes`, of those written, in order.
 pub(super) fn conclude_all(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
