@@ -9,7 +9,7 @@ use super::super::{
 use super::builtin::{DeliveryIds, insert_events_of};
 use super::reads::{VIEW_COLUMNS, view_of};
 use super::{StoreError, col, pg_error, q, state_of};
-use postgres::{Client, GenericClient, Row};
+use postgres::{Client, GenericClient, Row, Transaction};
 use std::collections::HashSet;
 
 /// An event (`e`) joined with its deliveries (`d`), each reached by its key.
@@ -76,16 +76,31 @@ pub(super) fn expand(
             &[&i64::try_from(limit).unwrap_or(i64::MAX)],
         )
         .map_err(pg_error)?;
-    let mut report = ExpandReport::default();
     if rows.is_empty() {
         tx.commit().map_err(pg_error)?;
-        return Ok(report);
+        return Ok(ExpandReport::default());
     }
     let events = rows
         .iter()
         .map(|r| Ok(UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? }))
         .collect::<Result<Vec<_>, StoreError>>()?;
     let decided: Vec<Expansion> = events.iter().map(expand).collect();
+    let report = write_expansions(&mut tx, s, events, decided, now_ms)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(report)
+}
+
+/// Mark the events read as expanded (or invalid), each with the ids of its
+/// deliveries, and write those deliveries, in three statements. Each mark is
+/// guarded by itself as well as by the lock: an event found expanded already
+/// when it is written is not expanded again, nor given deliveries, nor reported.
+pub(super) fn write_expansions(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: Vec<UnexpandedEvent>,
+    decided: Vec<Expansion>,
+    now_ms: i64,
+) -> Result<ExpandReport, StoreError> {
     let none: &[NewDelivery] = &[];
     let made: Vec<&[NewDelivery]> = decided
         .iter()
@@ -94,7 +109,7 @@ pub(super) fn expand(
             Expansion::Invalid { .. } => none,
         })
         .collect();
-    let batch = DeliveryIds::of(&mut tx, s, &made)?;
+    let batch = DeliveryIds::of(tx, s, &made)?;
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
     let (mut codes, mut reasons) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
     for d in &decided {
@@ -105,14 +120,13 @@ pub(super) fn expand(
         codes.push(code);
         reasons.push(reason);
     }
-    // Guarded by itself as well as by the lock: an event expanded and committed
-    // since it was read is not expanded again, nor given deliveries.
     let marked = tx
         .query(
             &q(
                 "UPDATE {s}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
                  delivery_ids = ($1::bigint[])[u.lo:u.hi] \
-                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(id, code, reason, lo, hi) \
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) \
+                 AS u(id, code, reason, lo, hi) \
                  WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
                 s,
             ),
@@ -122,14 +136,14 @@ pub(super) fn expand(
         .iter()
         .map(|r| col::<i64>(r, "id"))
         .collect::<Result<HashSet<i64>, _>>()?;
-    batch.insert(&mut tx, s, &ids, &made, |event| marked.contains(&event), now_ms)?;
+    batch.insert(tx, s, &ids, &made, |event| marked.contains(&event), now_ms)?;
+    let mut report = ExpandReport::default();
     for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
         match d {
             Expansion::Deliveries(deliveries) => report.expanded.push((e.id, deliveries.len())),
             Expansion::Invalid { code, reason } => report.invalid.push((e.id, e.name, code, reason)),
         }
     }
-    tx.commit().map_err(pg_error)?;
     Ok(report)
 }
 

@@ -4,8 +4,9 @@
 //! races happen: where a statement's own read can be raced (an operator's retry,
 //! an outcome, a schedule's run), the test holds the row changed in another
 //! transaction until the statement waits on it, then commits, as the race goes;
-//! where the rows are locked when read (claims, releases), the row is changed in
-//! the statement's own transaction, to keep the guard right all the same.
+//! where the rows are locked when read (claims, releases, expansions), the row is
+//! changed in the statement's own transaction, to keep the guard right all the
+//! same.
 //! Skipped with a message when no server answers, except under `CI=true`.
 
 use super::super::{NewDelivery, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store};
@@ -434,4 +435,40 @@ fn a_store_migrated_from_handled_rows_and_the_index_by_event_keeps_its_history()
     assert_eq!((pruned.deliveries, pruned.handled, pruned.attempts, pruned.events), (2, 2, 3, 1));
     assert_eq!(ids(1), vec![2]);
     assert!(store.event(2).expect("event").is_none());
+}
+
+#[test]
+fn an_expansion_of_an_event_expanded_since_changes_nothing() {
+    use super::super::{Expansion, UnexpandedEvent};
+    let Some(db) = Db::new() else { return };
+    drop(db.store());
+    db.meddle(
+        "INSERT INTO jadpo.events (name, payload, emitted_at, expanded) VALUES ('Paid', '{}', 0, false), \
+               ('Paid', '{}', 0, false)",
+    );
+    let mut c = db.client();
+    let mut tx = c.transaction().expect("begin");
+    let read: Vec<UnexpandedEvent> =
+        [2, 3].into_iter().map(|id| UnexpandedEvent { id, name: "Paid".into(), payload: "{}".into() }).collect();
+    // Event 2 was expanded (found invalid) after it was read.
+    tx.batch_execute("UPDATE jadpo.events SET expanded = true, invalid_code = 'theirs' WHERE id = 2").expect("meddle");
+    let to_rec = || Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }]);
+    let report =
+        super::events::write_expansions(&mut tx, "\"jadpo\"", read, vec![to_rec(), to_rec()], T0).expect("write");
+    assert_eq!(report.expanded, vec![(3, 1)], "only the event still waiting");
+    let rows: Vec<(i64, Option<String>, Vec<i64>)> = tx
+        .query("SELECT id, invalid_code, delivery_ids FROM jadpo.events WHERE id IN (2, 3) ORDER BY id", &[])
+        .expect("events")
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let made: Vec<(i64, i64)> = tx
+        .query("SELECT id, event_id FROM jadpo.deliveries WHERE event_id IN (2, 3)", &[])
+        .expect("deliveries")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(made.len(), 1, "no delivery for the event expanded since: {made:?}");
+    assert_eq!(rows, vec![(2, Some("theirs".into()), vec![]), (3, None, vec![made[0].0])]);
+    assert_eq!(made[0].1, 3);
 }
