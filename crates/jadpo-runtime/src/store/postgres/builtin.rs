@@ -7,8 +7,9 @@ use super::{StoreError, col, pg_error, q};
 use crate::rules::Failure;
 use postgres::Transaction;
 
-/// Store events and their deliveries, due at `now_ms`, in bulk (one statement for
-/// the events, one for their deliveries); returns their ids in order.
+/// Store events and their deliveries, due at `now_ms`, in bulk (their ids taken
+/// first, then one statement for the events, one for their deliveries); returns
+/// their ids in order.
 pub(super) fn insert_events(
     tx: &mut Transaction<'_>,
     s: &str,
@@ -34,8 +35,7 @@ pub(super) fn insert_events_of(
     // each event names its deliveries and each delivery its event in the same
     // bulk inserts.
     let ids = next_ids(tx, s, "events", events.len())?;
-    let made: Vec<&[NewDelivery]> = events.iter().map(|(e, _)| e.deliveries.as_slice()).collect();
-    let batch = DeliveryIds::of(tx, s, &made)?;
+    let batch = DeliveryIds::of(tx, s, events.iter().map(|(e, _)| e.deliveries.as_slice()).collect())?;
     let names: Vec<&str> = events.iter().map(|(e, _)| e.name.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|(e, _)| e.payload.as_str()).collect();
     let replay_of: Vec<Option<i64>> = events.iter().map(|(_, of)| *of).collect();
@@ -50,7 +50,7 @@ pub(super) fn insert_events_of(
         &[&ids, &names, &payloads, &now_ms, &replay_of, &batch.ids, &batch.lo, &batch.hi],
     )
     .map_err(pg_error)?;
-    batch.insert(tx, s, &ids, &made, |_| true, now_ms)?;
+    batch.insert(tx, s, &ids, |_| true, now_ms)?;
     Ok(ids)
 }
 
@@ -73,43 +73,48 @@ fn next_ids(tx: &mut Transaction<'_>, s: &str, table: &str, n: usize) -> Result<
     Ok(ids)
 }
 
-/// The ids of a batch of events' deliveries, taken before any is written: all of
-/// them in order, and each event's as the slice `[lo, hi]` (1-based, as SQL's
+/// A batch of events' deliveries with their ids, taken before any is written: all
+/// of them in order, and each event's as the slice `[lo, hi]` (1-based, as SQL's
 /// arrays count) of them, empty (`hi = lo - 1`) for an event with none.
-pub(super) struct DeliveryIds {
+pub(super) struct DeliveryIds<'a> {
+    /// Each event's deliveries, in the batch's order.
+    made: Vec<&'a [NewDelivery]>,
     pub(super) ids: Vec<i64>,
     pub(super) lo: Vec<i64>,
     pub(super) hi: Vec<i64>,
 }
 
-impl DeliveryIds {
+impl<'a> DeliveryIds<'a> {
     /// Fresh ids for the deliveries each event makes.
-    pub(super) fn of(tx: &mut Transaction<'_>, s: &str, made: &[&[NewDelivery]]) -> Result<DeliveryIds, StoreError> {
+    pub(super) fn of(
+        tx: &mut Transaction<'_>,
+        s: &str,
+        made: Vec<&'a [NewDelivery]>,
+    ) -> Result<DeliveryIds<'a>, StoreError> {
         let ids = next_ids(tx, s, "deliveries", made.iter().map(|d| d.len()).sum())?;
         let (mut lo, mut hi) = (Vec::with_capacity(made.len()), Vec::with_capacity(made.len()));
         let mut taken = 0i64;
-        for d in made {
+        for d in &made {
             lo.push(taken + 1);
             taken += d.len() as i64;
             hi.push(taken);
         }
-        Ok(DeliveryIds { ids, lo, hi })
+        Ok(DeliveryIds { made, ids, lo, hi })
     }
 
-    /// Write the deliveries of the events `keep` takes (`events` and `made` in the
-    /// order the ids were taken), pending and due at `now_ms` with a fresh budget.
+    /// Write the deliveries of the events (their ids, in the batch's order) that
+    /// `keep` takes, pending and due at `now_ms` with a fresh budget.
     pub(super) fn insert(
         &self,
         tx: &mut Transaction<'_>,
         s: &str,
         events: &[i64],
-        made: &[&[NewDelivery]],
         keep: impl Fn(i64) -> bool,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let (mut ids, mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![], vec![]);
         let mut next = self.ids.iter();
-        for (&event, deliveries) in events.iter().zip(made) {
+        for (&event, deliveries) in events.iter().zip(&self.made) {
             for (d, &id) in deliveries.iter().zip(next.by_ref()) {
                 if keep(event) {
                     ids.push(id);

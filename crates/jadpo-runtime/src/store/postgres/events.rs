@@ -102,14 +102,14 @@ pub(super) fn write_expansions(
     now_ms: i64,
 ) -> Result<ExpandReport, StoreError> {
     let none: &[NewDelivery] = &[];
-    let made: Vec<&[NewDelivery]> = decided
+    let made = decided
         .iter()
         .map(|d| match d {
             Expansion::Deliveries(d) => d.as_slice(),
             Expansion::Invalid { .. } => none,
         })
         .collect();
-    let batch = DeliveryIds::of(tx, s, &made)?;
+    let batch = DeliveryIds::of(tx, s, made)?;
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
     let (mut codes, mut reasons) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
     for d in &decided {
@@ -136,7 +136,7 @@ pub(super) fn write_expansions(
         .iter()
         .map(|r| col::<i64>(r, "id"))
         .collect::<Result<HashSet<i64>, _>>()?;
-    batch.insert(tx, s, &ids, &made, |event| marked.contains(&event), now_ms)?;
+    batch.insert(tx, s, &ids, |event| marked.contains(&event), now_ms)?;
     let mut report = ExpandReport::default();
     for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
         match d {
