@@ -111,15 +111,13 @@ pub(super) fn write_expansions(
         .collect();
     let batch = DeliveryIds::of(tx, s, made)?;
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
-    let (mut codes, mut reasons) = (Vec::with_capacity(ids.len()), Vec::with_capacity(ids.len()));
-    for d in &decided {
-        let (code, reason) = match d {
+    let (codes, reasons): (Vec<Option<&str>>, Vec<Option<&str>>) = decided
+        .iter()
+        .map(|d| match d {
             Expansion::Deliveries(_) => (None, None),
             Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
-        };
-        codes.push(code);
-        reasons.push(reason);
-    }
+        })
+        .unzip();
     let marked = tx
         .query(
             &q(

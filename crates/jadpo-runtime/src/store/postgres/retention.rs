@@ -32,7 +32,8 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
                 &format!(
                     "WITH gone AS (DELETE FROM {{s}}.deliveries d WHERE d.id IN (SELECT d.id FROM {{s}}.deliveries d \
                      WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
-                     RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) SELECT id, event_id, handled FROM gone"
+                     RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) \
+                     SELECT id, event_id, handled FROM gone"
                 ),
                 s,
             ),
