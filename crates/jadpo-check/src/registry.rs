@@ -133,7 +133,7 @@ impl std::fmt::Display for Code {
 pub fn reference_markdown() -> String {
     let mut out = String::from(
         "# Diagnostics\n\n\
-         <!-- Generated from crates/jadpo-check/docs/codes/ by `JADPO_BLESS=1 cargo test -p jadpo-check --test docs`; edit those files, not this one. -->\n\n\
+         <!-- Generated from crates/jadpo-check/docs/codes/ by `JADPO_BLESS=1 cargo test -p jadpo-check --test it docs`; edit those files, not this one. -->\n\n\
          Every diagnostic `jadpoc check` reports has a stable code. `jadpoc explain CODE` prints the entry below.\n\n\
          | code | severity | when |\n|---|---|---|\n",
     );

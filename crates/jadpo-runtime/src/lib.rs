@@ -13,7 +13,8 @@
 //!   [`drive::scenario`] (virtual time, `jadpoc test`).
 //! - [`config`]: how the runtime runs, and the defaults the command line takes.
 //! - [`rng`]: the run's one seeded, portable random source.
-//! - [`store`]: the [`store::Store`] trait and its SQLite implementation.
+//! - [`store`]: the [`store::Store`] trait and its two implementations, SQLite and
+//!   PostgreSQL, with [`store::open`] choosing one from a path or a URL.
 //! - [`clock`]: the [`clock::Clock`] trait, the system clock and the virtual clock.
 //! - [`drivers`]: the [`drivers::Driver`] trait and the fake driver.
 //! - [`http`]: the HTTP driver.

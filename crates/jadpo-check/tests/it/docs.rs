@@ -55,7 +55,7 @@ fn diagnostics_md_is_current() {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,
-        "docs/diagnostics.md is out of date: run `JADPO_BLESS=1 cargo test -p jadpo-check --test docs`"
+        "docs/diagnostics.md is out of date: run `JADPO_BLESS=1 cargo test -p jadpo-check --test it docs`"
     );
     for code in Code::ALL {
         assert!(have.contains(&format!("\n## {code}\n")), "docs/diagnostics.md has no entry for {code}");

@@ -1,9 +1,11 @@
 //! The store: events, deliveries, attempts, handled records, schedules and
 //! breakers, behind one trait.
 //!
-//! The trait is synchronous and coarse-grained (one call = one transaction) so that
-//! a PostgreSQL store (`FOR UPDATE SKIP LOCKED` in [`Store::claim`]) can follow with
-//! no change to the core or the workers; the workers call it from blocking threads.
+//! The trait is synchronous and coarse-grained (one call = one transaction), which
+//! both stores implement without a change to the core or the workers: SQLite (one
+//! `BEGIN IMMEDIATE` writer per file) and PostgreSQL (`FOR UPDATE SKIP LOCKED` in
+//! [`Store::claim`], guarded statements for every other change); the workers call
+//! it from blocking threads.
 //!
 //! [`open`] chooses the store from where it is: a path is SQLite, a `postgres://`
 //! URL is PostgreSQL.

@@ -188,3 +188,53 @@ fn tidy_runtime_codes_are_written_only_in_the_registry() {
         found.join("\n")
     );
 }
+
+/// Every file a reader may be pointed from: the crates' sources and tests, docs/
+/// and the README.
+fn text_files() -> Vec<PathBuf> {
+    let root = workspace();
+    let mut files = rust_files(&root.join("crates"));
+    for dir in ["docs", "crates/jadpo-check/docs"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "md") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.push(root.join("README.md"));
+    files
+}
+
+#[test]
+fn tidy_every_cargo_test_command_named_in_the_tree_names_a_test_target_that_exists() {
+    let mut stale = Vec::new();
+    let mut seen = 0;
+    for file in text_files() {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let mut rest = line;
+            while let Some(at) = rest.find("cargo test -p ") {
+                rest = &rest[at + "cargo test -p ".len()..];
+                let words: Vec<&str> = rest.split_whitespace().take(3).collect();
+                let [krate, "--test", target] = words[..] else { continue };
+                if !krate.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                    continue; // a placeholder, as in this test's own messages
+                }
+                let target = target.trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'));
+                seen += 1;
+                let tests = workspace().join("crates").join(krate).join("tests");
+                if !tests.join(format!("{target}.rs")).is_file() && !tests.join(target).join("main.rs").is_file() {
+                    stale.push(format!("{}:{}: `cargo test -p {krate} --test {target}`", shown(&file), n + 1));
+                }
+            }
+        }
+    }
+    assert!(seen > 0, "no `cargo test -p CRATE --test TARGET` command found: the scan is broken");
+    assert!(stale.is_empty(), "commands naming a test target that does not exist:\n{}", stale.join("\n"));
+}
