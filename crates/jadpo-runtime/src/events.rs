@@ -110,6 +110,7 @@ pub fn schedule_run(at_ms: i64, schedule: &str, run: u64, outcome: &Outcome) {
         outcome = outcome_word(outcome),
         kind = failure.as_ref().map(|f| f.kind.as_str()),
         code = failure.as_ref().map(|f| f.code.as_str()),
+        reason = failure.as_ref().and_then(|f| f.reason.as_deref()),
     );
 }
 

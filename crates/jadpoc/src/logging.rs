@@ -120,9 +120,7 @@ fn text(v: &Map<String, Value>) -> String {
                 n("attempt"),
                 s("outcome")
             );
-            if !s("kind").is_empty() {
-                line.push_str(&format!(" {} ({})", s("kind"), s("code")));
-            }
+            push_failure(&mut line, s);
             line.push_str(&format!(" -> {}", s("state")));
             if !s("due_at").is_empty() {
                 line.push_str(&format!(", next at {}", s("due_at")));
@@ -143,12 +141,22 @@ fn text(v: &Map<String, Value>) -> String {
         ),
         events::SCHEDULE_RUN => {
             let mut line = format!("{} schedule {} run {}: {}", s("at"), s("schedule"), n("run"), s("outcome"));
-            if !s("kind").is_empty() {
-                line.push_str(&format!(" {} ({})", s("kind"), s("code")));
-            }
+            push_failure(&mut line, s);
             line
         }
         _ => Value::Object(v.clone()).to_string(),
+    }
+}
+
+/// A failure as `deliveries show` writes it: ` KIND (CODE)`, then `: REASON` when
+/// the driver gave one (the resolver's or the OS's words, a time limit).
+fn push_failure<'a>(line: &mut String, s: impl Fn(&str) -> &'a str) {
+    if s("kind").is_empty() {
+        return;
+    }
+    line.push_str(&format!(" {} ({})", s("kind"), s("code")));
+    if !s("reason").is_empty() {
+        line.push_str(&format!(": {}", s("reason")));
     }
 }
 
@@ -230,8 +238,8 @@ mod tests {
                 "2023-11-14T22:13:20Z delivery 7 send_receipt attempt 1: succeeded -> succeeded",
                 "2023-11-14T22:13:20Z delivery 8 send_receipt attempt 2: failed unavailable (http.503) -> pending, \
                  next at 2023-11-14T22:13:40Z",
-                "2023-11-14T22:13:20Z delivery 9 send_receipt attempt 3: failed unavailable (transport.refused) -> \
-                 failed (past_window)",
+                "2023-11-14T22:13:20Z delivery 9 send_receipt attempt 3: failed unavailable (transport.refused): \
+                 connection refused -> failed (past_window)",
                 "2023-11-14T22:13:20Z delivery 10 audit ended at its claim -> succeeded  (handled)",
                 "2023-11-14T22:13:20Z delivery 11 audit ended at its claim -> failed deadline_exceeded (past_window)",
                 "2023-11-14T22:13:20Z schedule nightly run 3: succeeded",
@@ -252,8 +260,8 @@ mod tests {
                 r#"{"event":"delivery.attempt","at":"2023-11-14T22:13:20Z","delivery":9,"subscriber":"send_receipt","attempt":3,"outcome":"failed","kind":"unavailable","code":"transport.refused","http_status":null,"duration_ms":4,"state":"failed","due_at":null,"because":"past_window","reason":"connection refused"}"#,
                 r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":10,"subscriber":"audit","state":"succeeded","kind":null,"code":null,"because":"handled"}"#,
                 r#"{"event":"delivery.ended_at_claim","at":"2023-11-14T22:13:20Z","delivery":11,"subscriber":"audit","state":"failed","kind":"deadline_exceeded","code":"deadline_exceeded","because":"past_window"}"#,
-                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":3,"outcome":"succeeded","kind":null,"code":null}"#,
-                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":4,"outcome":"failed","kind":"unavailable","code":"fake.unavailable"}"#,
+                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":3,"outcome":"succeeded","kind":null,"code":null,"reason":null}"#,
+                r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":4,"outcome":"failed","kind":"unavailable","code":"fake.unavailable","reason":null}"#,
                 r#"{"event":"delivery.alert","alert":"connection_unavailable","connection":"ledger","since":"2023-11-14T22:13:20Z","held":3}"#,
                 r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
             ]
