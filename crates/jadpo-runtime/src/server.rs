@@ -4,8 +4,12 @@
 //! - **A cap on open connections.** A slot first, then the accept: past the cap,
 //!   clients wait in the kernel's accept queue rather than being accepted and
 //!   starved.
-//! - **Out of descriptors or memory.** Accepting pauses a moment instead of
-//!   spinning on an accept that fails at once.
+//! - **No descriptor left.** When the process (or the system) has no file
+//!   descriptor for the next client, a spare one kept for this is given up, the
+//!   waiting client accepted and its connection closed at once: it sees it now
+//!   and can go elsewhere or try again, rather than waiting in the queue for an
+//!   idle client to time out. Out of memory for a socket, accepting pauses a
+//!   moment instead of spinning.
 //! - **The drain at a stop.** The listener closes. Each connection finishes the
 //!   request it is in, its answer carrying `Connection: close`; one with nothing
 //!   read (idle, or not yet used) closes at once. The clients already waiting in
@@ -14,6 +18,7 @@
 //!   the listener. [`serve`] returns once the last connection has closed.
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -27,15 +32,17 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 
-/// How long accepting pauses when the process has no file descriptor left (or the
-/// kernel no memory for a socket): long enough not to spin, short enough to resume
-/// soon after a connection closes.
+/// How long accepting pauses when it cannot go on at once (no memory for a
+/// socket, no spare descriptor): long enough not to spin, short enough to resume
+/// soon after.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// `accept`'s errors that mean the process or the kernel is out of something a
-/// socket needs, not that one client failed: EMFILE, ENFILE, ENOMEM, and ENOBUFS
-/// on Linux and on the BSDs.
-const OUT_OF_RESOURCES: [i32; 5] = [24, 23, 12, 105, 55];
+/// `accept`'s errors (Linux and the BSDs alike) that mean no descriptor is left:
+/// EMFILE for the process, ENFILE for the system.
+const NO_DESCRIPTOR: [i32; 2] = [24, 23];
+/// `accept`'s errors that mean no memory for a socket: ENOMEM, and ENOBUFS on
+/// Linux and on the BSDs.
+const NO_MEMORY: [i32; 3] = [12, 105, 55];
 
 /// Serve `listener` on connections made by `http`, at most `max_connections` at
 /// once, each request answered by `handler` once its head is read, until `stop`
@@ -51,6 +58,7 @@ pub(crate) async fn serve<H, F>(
     F: Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(max_connections.clamp(1, Semaphore::MAX_PERMITS)));
+    let mut spare = Spare::open();
     let mut connections = JoinSet::new();
     loop {
         let slot = tokio::select! {
@@ -64,9 +72,14 @@ pub(crate) async fn serve<H, F>(
         match accepted {
             Ok((stream, _)) => connect(&mut connections, stream, slot, &http, Some(&stop), &handler),
             Err(e) => {
-                // Accepting again at once would fail again at once; any other
+                let os = e.raw_os_error().unwrap_or(0);
+                // No descriptor left: the client waiting is refused at once.
+                let refused = NO_DESCRIPTOR.contains(&os) && spare.refuse_one(&listener);
+                // With no spare to give up (another part of the process took the
+                // descriptor freed last time), or no memory for a socket,
+                // accepting again at once would fail again at once. Any other
                 // error is one client's (gone before it was accepted).
-                if e.raw_os_error().is_some_and(|n| OUT_OF_RESOURCES.contains(&n)) {
+                if !refused && (NO_DESCRIPTOR.contains(&os) || NO_MEMORY.contains(&os)) {
                     tokio::select! {
                         _ = tokio::time::sleep(ACCEPT_BACKOFF) => {}
                         _ = stop.wait_for(|s| *s) => break,
@@ -129,4 +142,27 @@ fn connect<H, F>(
         }
         let _ = conn.await;
     });
+}
+
+/// A file descriptor kept open to be given up when none is left.
+struct Spare(Option<std::fs::File>);
+
+impl Spare {
+    fn open() -> Spare {
+        Spare(std::fs::File::open("/dev/null").ok())
+    }
+
+    /// With no descriptor left: close the spare, accept the client waiting first
+    /// with the descriptor so freed and close its connection at once, then take
+    /// the spare again. False when there was no spare to give up.
+    fn refuse_one(&mut self, listener: &TcpListener) -> bool {
+        if self.0.take().is_none() {
+            *self = Spare::open();
+            return false;
+        }
+        // Ready at once: the failed accept says a client is waiting.
+        drop(listener.accept().now_or_never());
+        *self = Spare::open();
+        true
+    }
 }

@@ -1,5 +1,6 @@
-//! `jadpoc run --listen` as a process: what a stop does to the requests in flight.
-//! On SQLite and on PostgreSQL.
+//! `jadpoc run --listen` as a process: what a stop does to the requests in flight,
+//! and what a client gets when the process has no file descriptor left. On SQLite
+//! and on PostgreSQL.
 
 use crate::common;
 use crate::common::PgDb;
@@ -8,8 +9,8 @@ use common::{Env, Running};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn program(dir: &Path) -> PathBuf {
     let path = dir.join("p.jadpo");
@@ -209,4 +210,63 @@ fn listen_a_stop_answers_every_request_in_flight_on_postgres() {
     let mut e = Env::new("unused.db", program);
     e.db = PathBuf::from(&pg.url);
     a_stop_answers_every_request_in_flight(&e, Some(&pg));
+}
+
+/// The file descriptors `jadpoc run` may open in the next test.
+const DESCRIPTORS: u32 = 256;
+
+/// `jadpoc run --listen` allowed [`DESCRIPTORS`] file descriptors; 300 idle
+/// clients take them all. A valid POST must then get an answer, or see its
+/// connection closed, at once: never be left waiting for an idle client to time
+/// out.
+fn no_descriptor_left_answers_or_refuses_at_once(e: &Env) {
+    let mut args = vec!["run", e.prog(), "--db", e.db(), "--log-format", "json", "--listen", "0", "--fake", "c=ok"];
+    let limit = format!("ulimit -n {DESCRIPTORS} && exec \"$@\"");
+    args.insert(0, common::JADPOC);
+    let log = e.dir.join("run.log");
+    let file = std::fs::File::create(&log).expect("log file");
+    let child = Command::new("sh")
+        .args(["-c", &limit, "sh"])
+        .args(&args)
+        .current_dir(&e.dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(file))
+        .spawn()
+        .expect("start jadpoc run");
+    let run = Running { child, log };
+    let addr = ingest_addr(&run);
+    let idle: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&addr).expect("connect")).collect();
+    let body = r#"{"id": "p1"}"#;
+    let start = Instant::now();
+    let got = match TcpStream::connect(&addr) {
+        Ok(mut s) => {
+            let _ = s.write_all(format!("{}{body}", head(body)).as_bytes());
+            read_answer(&mut s, Duration::from_secs(5))
+        }
+        Err(_) => Got::Closed,
+    };
+    let waited = start.elapsed();
+    match got {
+        Got::Closed | Got::Answer { status: 202 | 503, .. } => {}
+        Got::Answer { .. } | Got::Nothing => {
+            panic!("the POST got {got:?} after {waited:?} with no descriptor left:\n{}", run.log())
+        }
+    }
+    assert!(waited < Duration::from_secs(5), "answered only after {waited:?}");
+    drop(idle);
+    common::stop(run);
+}
+
+#[test]
+fn listen_with_no_descriptor_left_answers_or_refuses_at_once_on_sqlite() {
+    let e = Env::new("outbox.db", program);
+    no_descriptor_left_answers_or_refuses_at_once(&e);
+}
+
+#[test]
+fn listen_with_no_descriptor_left_answers_or_refuses_at_once_on_postgres() {
+    let Some(pg) = PgDb::new() else { return };
+    let mut e = Env::new("unused.db", program);
+    e.db = PathBuf::from(&pg.url);
+    no_descriptor_left_answers_or_refuses_at_once(&e);
 }
