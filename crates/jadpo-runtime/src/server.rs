@@ -11,8 +11,8 @@
 //!   idle client to time out. Out of memory for a socket, accepting pauses a
 //!   moment instead of spinning.
 //! - **The drain at a stop.** The listener closes. Each connection finishes the
-//!   request it is in, its answer carrying `Connection: close`; one with nothing
-//!   read (idle, or not yet used) closes at once. The clients already waiting in
+//!   request it is in and closes (hyper answers it with `Connection: close`);
+//!   one with nothing read (idle, or not yet used) closes at once. The clients already waiting in
 //!   the listener's queue are accepted still, as slots free, and each is served
 //!   one request (the handler tells it the stop has come) rather than reset with
 //!   the listener. [`serve`] returns once the last connection has closed.

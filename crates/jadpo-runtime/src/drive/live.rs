@@ -154,7 +154,7 @@ impl Runtime {
                         _ = stop.changed() => {}
                     }
                     if *stop.borrow() {
-                        return Ok(RunSummary::default());
+                        return halt.result(RunSummary::default());
                     }
                     anchor_clock(&self, &halt).await;
                 }
