@@ -139,6 +139,9 @@ runtime_codes! {
     RuntimeUnknownSchedule = "runtime.unknown_schedule", Failure(InternalFault),
         "a schedule's run names a schedule the program no longer declares",
         "The store holds a schedule that was removed or renamed; its run is logged as failed.";
+    RuntimeInternalFault = "runtime.internal_fault", Failure(InternalFault),
+        "a task of the run panicked (a defect of the runtime, a driver or a store); the run stopped",
+        "A task of `jadpoc run` panicked, a defect. The log's `runtime.internal_fault` line names the task and gives the panic's message; an attempt whose call panicked is recorded `failed` with this code. The run then stops as on SIGTERM (running attempts finish and are recorded; nothing committed is lost, and a delivery left running comes back when its lease ends) and exits 2. Report it with that line; once fixed, retry the failed deliveries with `jadpoc deliveries retry`.";
     IngestNotFound = "ingest.not_found", Ingest(404),
         "no route: events are posted to `/events/NAME`",
         "The request's path is not `/events/NAME`.";

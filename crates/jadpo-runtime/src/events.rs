@@ -1,5 +1,6 @@
 //! The run's log events, typed: one per attempt outcome, delivery ended at its
-//! claim, schedule run, alert and store error, emitted through `tracing`.
+//! claim, schedule run, alert, store error and internal fault, emitted through
+//! `tracing`.
 //!
 //! The runtime never writes to the terminal: it emits these events (under the
 //! target [`TARGET`], each named as its line's `event`), and the binary that runs it
@@ -13,6 +14,7 @@
 //! never the sink's.
 
 use crate::clock::rfc3339;
+use crate::codes::RuntimeCode;
 use crate::rules::{ClaimDecision, Decision, Outcome};
 use crate::store::BreakerAlert;
 
@@ -33,6 +35,8 @@ pub const PRUNED: &str = "retention.pruned";
 pub const EVENT_INVALID: &str = "event.invalid";
 /// The name of a store error's event.
 pub const ERROR: &str = "runtime.error";
+/// The name of the event of a task that panicked: the code it is.
+pub const INTERNAL_FAULT: &str = RuntimeCode::RuntimeInternalFault.as_str();
 /// The name of the span around one delivery attempt's call.
 pub const ATTEMPT_SPAN: &str = "delivery.attempt.call";
 
@@ -157,6 +161,12 @@ pub fn event_invalid(at_ms: i64, event_id: i64, name: &str, code: &str, reason: 
 /// A store error a loop met (it pauses and tries again).
 pub fn error(at_ms: i64, e: &dyn std::fmt::Display) {
     tracing::error!(name: ERROR, target: TARGET, at = rfc3339(at_ms).as_str(), message = e.to_string().as_str());
+}
+
+/// A task of the run panicked, a defect: what it was and the panic's message (the
+/// run stops).
+pub fn internal_fault(at_ms: i64, task: &str, message: &str) {
+    tracing::error!(name: INTERNAL_FAULT, target: TARGET, at = rfc3339(at_ms).as_str(), task, message);
 }
 
 /// The span around one delivery attempt's call: what a driver emits meanwhile

@@ -4,12 +4,14 @@
 //!
 //! The server is hyper's HTTP/1.1 server (keep-alive, chunked bodies, `Expect:
 //! 100-continue`, header limits and the header read timeout come from it rather than
-//! from hand-written parsing). What jadpo adds: the routes and answers, a cap on open
-//! connections, a body time limit, and **group commit**: requests arriving together
-//! are stored in one transaction by one committer task, and each is answered only
-//! after that transaction committed, so an acknowledged event is never lost and the
-//! store's single writer commits many events per sync. With `--metrics` too, it
-//! also serves the metrics at `GET /metrics`.
+//! from hand-written parsing), in the accept loop the metrics share
+//! (`crate::server`: the connection cap, no descriptor left, the drain at a stop).
+//! What the ingest adds: the routes and answers, a body time limit, and **group
+//! commit**: requests arriving together are stored in one transaction by one
+//! committer task, and each is answered only after that transaction committed, so
+//! an acknowledged event is never lost and the store's single writer commits many
+//! events per sync. With `--metrics` too, it also serves the metrics at `GET
+//! /metrics`.
 
 use crate::clock::Clock;
 use crate::codes::RuntimeCode;
@@ -19,17 +21,16 @@ use crate::store::{NewEvent, Store};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, TRANSFER_ENCODING};
+use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER, TRANSFER_ENCODING};
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use jadpo_check::program::Program;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 /// The largest body accepted (413 above it).
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -47,10 +48,12 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 512;
 /// The most events stored in one transaction by the committer.
 pub const MAX_COMMIT_BATCH: usize = 1024;
-/// How long accepting pauses when the process has no file descriptor left (or the
-/// kernel no memory for a socket): long enough not to spin, short enough to resume
-/// soon after a connection closes.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a `503` asks the client to wait before it sends again (`Retry-After`):
+/// a store busy past its lock wait, or a process stopping to start again, takes
+/// seconds.
+pub const RETRY_AFTER_S: u64 = 5;
+/// What a request refused by a stop is told.
+const STOPPING: &str = "the ingest is stopping; send it again";
 
 /// The ingest's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,90 +99,41 @@ struct Pending {
     done: oneshot::Sender<Result<i64, String>>,
 }
 
-/// What a request handler shares: the program and the committer's queue.
+/// What a request handler shares: the program, the committer's queue, the stop.
 struct Shared {
     program: Arc<Program>,
     commits: mpsc::Sender<Pending>,
     limits: IngestLimits,
     metrics: Option<MetricsSource>,
+    stop: watch::Receiver<bool>,
 }
 
-/// Serve until `stop` turns true: then accept no more, let each connection finish
-/// the request it is in, and return once every queued event is answered.
-pub async fn serve(listener: TcpListener, ingest: Ingest, mut stop: watch::Receiver<bool>) {
+/// Serve until `stop` turns true; then drain: accept no more, answer every
+/// request whose head was read before the stop (`202` once committed), refuse
+/// those read after it (`503` `stopping`), and return once each is answered.
+pub async fn serve(listener: TcpListener, ingest: Ingest, stop: watch::Receiver<bool>) {
     let (commits, queue) = mpsc::channel(MAX_COMMIT_BATCH * 4);
     let committer = tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone()));
+    let limits = ingest.limits;
     let shared =
-        Arc::new(Shared { program: ingest.program.clone(), commits, limits: ingest.limits, metrics: ingest.metrics });
-    let head_timeout = ingest.limits.head_timeout;
-    let slots = Arc::new(Semaphore::new(usize::try_from(ingest.limits.max_connections.max(1)).unwrap_or(1 << 20)));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        // A slot first, then the accept: past the cap, clients wait in the accept
-        // queue rather than being accepted and starved.
-        let slot = tokio::select! {
-            s = slots.clone().acquire_owned() => match s { Ok(s) => s, Err(_) => break },
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                if out_of_resources(&e) {
-                    // Out of descriptors: accepting again at once would fail again
-                    // at once. Wait for a connection to close, or a moment.
-                    drop(slot);
-                    tokio::select! {
-                        _ = tokio::time::sleep(ACCEPT_BACKOFF) => {}
-                        _ = stop.wait_for(|s| *s) => break,
-                    }
-                }
-                continue;
-            }
-        };
-        // Answers are small and sent whole: no point delaying them.
-        let _ = stream.set_nodelay(true);
-        let (shared, mut stop) = (shared.clone(), stop.clone());
-        connections.spawn(async move {
-            let _slot = slot;
-            let service = service_fn(move |req| {
-                let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(req, &shared).await) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(head_timeout)
-                .max_header_size(MAX_HEAD)
-                .max_headers(MAX_HEADERS)
-                // A head that has not ended within twice the limit is refused
-                // before more of it is buffered.
-                .max_buf_size(2 * MAX_HEAD)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => return,
-                _ = stop.wait_for(|s| *s) => conn.as_mut().graceful_shutdown(),
-            }
-            let _ = conn.await;
-        });
-        // Reap finished connections so the set does not grow with every client.
-        while connections.try_join_next().is_some() {}
-    }
-    drop(shared);
-    // Connections finish the request they are in (answered once committed); the
-    // committer ends when the last of them is gone.
-    while connections.join_next().await.is_some() {}
+        Arc::new(Shared { program: ingest.program, commits, limits, metrics: ingest.metrics, stop: stop.clone() });
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.head_timeout)
+        .max_header_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS)
+        // A head that has not ended within twice the limit is refused before
+        // more of it is buffered.
+        .max_buf_size(2 * MAX_HEAD);
+    let max_connections = usize::try_from(limits.max_connections).unwrap_or(usize::MAX);
+    let handler = move |req| {
+        let shared = shared.clone();
+        async move { handle(req, &shared).await }
+    };
+    crate::server::serve(listener, max_connections, http, stop, handler).await;
+    // Every connection is closed, and with the last the committer's queue: it
+    // ends once it has answered what was queued.
     let _ = committer.await;
-}
-
-/// Errors of `accept` that mean the process or the kernel is out of something a
-/// socket needs, not that one client failed.
-fn out_of_resources(e: &std::io::Error) -> bool {
-    // EMFILE, ENFILE, ENOBUFS, ENOMEM on Linux and the BSDs alike.
-    matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12 | 55))
 }
 
 /// Store queued events in batches: take one, then every other already waiting (up
@@ -231,9 +185,15 @@ fn status_of(code: RuntimeCode) -> StatusCode {
     code.status().and_then(|s| StatusCode::from_u16(s).ok()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-/// A refusal: `{"error": {"code", "field": null, "message"}}`, with the code's status.
+/// A refusal: `{"error": {"code", "field": null, "message"}}`, with the code's
+/// status; a `503` asks the client to send again after [`RETRY_AFTER_S`].
 fn refuse(code: RuntimeCode, message: impl Into<String>) -> Response<Full<Bytes>> {
-    answer(status_of(code), &json!({"error": {"code": code.wire(), "field": null, "message": message.into()}}))
+    let status = status_of(code);
+    let mut r = answer(status, &json!({"error": {"code": code.wire(), "field": null, "message": message.into()}}));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_S));
+    }
+    r
 }
 
 /// A refusal of the payload, naming its field.
@@ -290,12 +250,12 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
     };
     let (done, stored) = oneshot::channel();
     if shared.commits.send(Pending { event, done }).await.is_err() {
-        return refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again");
+        return refuse(RuntimeCode::IngestStopping, STOPPING);
     }
     match stored.await {
         Ok(Ok(id)) => answer(StatusCode::ACCEPTED, &json!({"id": id})),
         Ok(Err(e)) => refuse(RuntimeCode::IngestStoreUnavailable, e),
-        Err(_) => refuse(RuntimeCode::IngestStopping, "the ingest is stopping; send it again"),
+        Err(_) => refuse(RuntimeCode::IngestStopping, STOPPING),
     }
 }
 
@@ -311,6 +271,13 @@ fn check_head<'a>(
     parts: &'a hyper::http::request::Parts,
     shared: &Shared,
 ) -> Result<&'a str, Box<Response<Full<Bytes>>>> {
+    // A request whose head arrives after the stop is not taken: the run is
+    // finishing what it took before.
+    if *shared.stop.borrow() {
+        let mut r = refuse(RuntimeCode::IngestStopping, STOPPING);
+        r.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+        return Err(Box::new(r));
+    }
     // The path alone routes: a query string is ignored.
     let path = parts.uri.path();
     let Some(name) = path.strip_prefix("/events/").filter(|n| !n.is_empty() && !n.contains('/')) else {

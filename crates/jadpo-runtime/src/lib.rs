@@ -21,6 +21,8 @@
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`ingest`]: the `--listen` HTTP ingest of events.
 //! - [`metrics`]: the run's Prometheus metrics and their `--metrics` server.
+//! - `server`: the HTTP server both run (the accept loop, its connection cap, the
+//!   drain at a stop).
 //! - [`views`]: what `deliveries`, `status` and `breakers` print.
 //! - [`events`]: the run's log events.
 
@@ -39,6 +41,7 @@ pub mod payload;
 pub mod retention;
 pub mod rng;
 pub mod rules;
+mod server;
 pub mod steps;
 pub mod store;
 pub mod views;

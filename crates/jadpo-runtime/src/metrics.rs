@@ -21,9 +21,8 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use jadpo_check::program::{BreakerState, DeliveryState, Program};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -33,7 +32,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -336,42 +335,16 @@ async fn handle(req: Request<hyper::body::Incoming>, source: &MetricsSource) -> 
 }
 
 /// Serve the metrics at `GET /metrics` until `stop` turns true, at most
-/// [`METRICS_MAX_CONNECTIONS`] connections at once (more wait to be accepted).
-pub async fn serve(listener: TcpListener, source: MetricsSource, mut stop: watch::Receiver<bool>) {
-    let slots = Arc::new(Semaphore::new(METRICS_MAX_CONNECTIONS));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let slot = tokio::select! {
-            s = slots.clone().acquire_owned() => match s { Ok(s) => s, Err(_) => break },
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.wait_for(|s| *s) => break,
-        };
-        let Ok((stream, _)) = accepted else {
-            // A failed accept (a client gone, no descriptor left): pause a moment
-            // rather than spin, then go on.
-            drop(slot);
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            continue;
-        };
+/// [`METRICS_MAX_CONNECTIONS`] connections at once (more wait to be accepted);
+/// then drain as the ingest does (`crate::server`).
+pub async fn serve(listener: TcpListener, source: MetricsSource, stop: watch::Receiver<bool>) {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(crate::ingest::HEAD_TIMEOUT);
+    let handler = move |req| {
         let source = source.clone();
-        connections.spawn(async move {
-            let _slot = slot;
-            let service = service_fn(move |req| {
-                let source = source.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(req, &source).await) }
-            });
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(crate::ingest::HEAD_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-        while connections.try_join_next().is_some() {}
-    }
-    connections.abort_all();
+        async move { handle(req, &source).await }
+    };
+    crate::server::serve(listener, METRICS_MAX_CONNECTIONS, http, stop, handler).await;
 }
 
 #[cfg(test)]

@@ -105,8 +105,8 @@ impl Visit for Fields<'_> {
     }
 }
 
-/// The human line of an event; alerts and errors stay JSON in either format (an
-/// operator's tools pick them out).
+/// The human line of an event; alerts, errors and faults stay JSON in either format
+/// (an operator's tools pick them out).
 fn text(v: &Map<String, Value>) -> String {
     let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
     let n = |k: &str| v.get(k).map(|x| x.to_string()).unwrap_or_default();
@@ -225,6 +225,7 @@ mod tests {
         events::schedule_run(T0, "nightly", 4, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"));
         events::alert(&BreakerAlert { connection: "ledger".into(), since_ms: T0, held: 3 });
         events::error(T0, &"the store is locked");
+        events::internal_fault(T0, "a claim loop", "boom");
         // Another crate's events are not the run's log.
         tracing::info!(target: "hyper", "connection closed");
     }
@@ -246,6 +247,7 @@ mod tests {
                 "2023-11-14T22:13:20Z schedule nightly run 4: failed unavailable (fake.unavailable)",
                 r#"{"event":"delivery.alert","alert":"connection_unavailable","connection":"ledger","since":"2023-11-14T22:13:20Z","held":3}"#,
                 r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
+                r#"{"event":"runtime.internal_fault","at":"2023-11-14T22:13:20Z","task":"a claim loop","message":"boom"}"#,
             ]
         );
     }
@@ -264,6 +266,7 @@ mod tests {
                 r#"{"event":"schedule.run","at":"2023-11-14T22:13:20Z","schedule":"nightly","run":4,"outcome":"failed","kind":"unavailable","code":"fake.unavailable","reason":null}"#,
                 r#"{"event":"delivery.alert","alert":"connection_unavailable","connection":"ledger","since":"2023-11-14T22:13:20Z","held":3}"#,
                 r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
+                r#"{"event":"runtime.internal_fault","at":"2023-11-14T22:13:20Z","task":"a claim loop","message":"boom"}"#,
             ]
         );
     }

@@ -24,43 +24,139 @@
 //! and writes it again, until written or until its attempts' leases have ended
 //! (then the leases bring those deliveries back, as after a crash).
 //!
+//! A panic is not a store error: a task that panics (an attempt's call, a store
+//! call, a loop) is a defect. It is logged as `runtime.internal_fault` with its
+//! message, an attempt whose call panicked is recorded `failed` with that code,
+//! and the run stops as on a stop, returning the fault ([`InternalFault`]).
+//!
 //! The work itself is the [`Runtime`]'s steps ([`crate::steps`]); this module only
 //! decides when they run.
 
+use crate::clock::Clock;
+use crate::codes::RuntimeCode;
 use crate::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
 use crate::drivers::SendMark;
 use crate::events;
 use crate::rules::{self, Outcome};
 use crate::steps::{Done, DueClaim, PreparedCall, RunSummary, Runtime};
 use crate::store::{Claimed, StoreError};
+use futures_util::FutureExt;
+use jadpo_check::program::FailureKind;
+use std::any::Any;
 use std::future::Future;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::Instrument;
 
+/// A task of the run panicked, a defect: the run stopped of itself, as on a stop
+/// (running attempts finished and were recorded), keeping what it had committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalFault {
+    /// What panicked: `a claim loop`, `the call of delivery 7`, `the store's claim`.
+    pub task: String,
+    /// The panic's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for InternalFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} panicked: {}", RuntimeCode::RuntimeInternalFault, self.task, self.message)
+    }
+}
+
+impl std::error::Error for InternalFault {}
+
+/// The run's own stop: turned on by the caller's stop or by the first panic of a
+/// task, which it keeps for the run's result.
+#[derive(Clone)]
+struct Halt {
+    stop: watch::Sender<bool>,
+    fault: Arc<std::sync::Mutex<Option<InternalFault>>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Halt {
+    fn new(clock: Arc<dyn Clock>) -> Halt {
+        Halt { stop: watch::Sender::new(false), fault: Arc::default(), clock }
+    }
+
+    /// The stop, as a loop watches it (it only ever turns to true).
+    fn subscribe(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// `task` panicked with `panic`: log it and stop the run.
+    fn panicked(&self, task: &str, panic: &(dyn Any + Send)) {
+        let message = panic_message(panic);
+        events::internal_fault(self.clock.now_ms(), task, &message);
+        let mut first = self.fault.lock().unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert_with(|| InternalFault { task: task.to_string(), message });
+        drop(first);
+        self.stop();
+    }
+
+    /// The run's result: `summary`, unless a task panicked.
+    fn result(&self, summary: RunSummary) -> Result<RunSummary, InternalFault> {
+        match self.fault.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(fault) => Err(fault),
+            None => Ok(summary),
+        }
+    }
+}
+
+/// The message a panic was raised with.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// `work`, a panic in it reported to `halt` as `task`'s (the run stops) rather
+/// than lost with its task; `None` then.
+async fn supervised<T>(halt: Halt, task: &'static str, work: impl Future<Output = T>) -> Option<T> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(done) => Some(done),
+        Err(panic) => {
+            halt.panicked(task, &*panic);
+            None
+        }
+    }
+}
+
 impl Runtime {
-    /// Run until `stop` turns true; then stop claiming, let running attempts and
-    /// schedule runs finish for up to the grace period, record their outcomes, and
-    /// return.
-    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, StoreError> {
-        anchor_clock(&self).await;
+    /// Run until `stop` turns true, or a task panics; then stop claiming, let
+    /// running attempts and schedule runs finish for up to the grace period, record
+    /// their outcomes, and return (the fault, if a task panicked).
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, InternalFault> {
+        let halt = Halt::new(self.clock.clone());
+        anchor_clock(&self, &halt).await;
         let mut backoff = Backoff::default();
         loop {
             let now = self.clock.now_ms();
             let rt = self.clone();
-            match blocking(move || rt.sync_schedules(now)).await {
+            match blocking(&halt, "schedules' sync", move || rt.sync_schedules(now)).await {
                 Ok(()) => break,
-                Err(e) => {
+                Err(Blocked::Stopping) => return halt.result(RunSummary::default()),
+                Err(Blocked::Store(e)) => {
                     events::error(now, &e);
                     tokio::select! {
                         _ = backoff.pause() => {}
                         _ = stop.changed() => {}
                     }
                     if *stop.borrow() {
-                        return Ok(RunSummary::default());
+                        return halt.result(RunSummary::default());
                     }
-                    anchor_clock(&self).await;
+                    anchor_clock(&self, &halt).await;
                 }
             }
         }
@@ -72,40 +168,40 @@ impl Runtime {
             wake.notify_waiters();
             wake.notify_one();
         });
-        if let Err(e) = blocking(move || store.listen(waker)).await {
-            events::error(self.clock.now_ms(), &e);
+        if let Err(e) = blocking(&halt, "listen", move || store.listen(waker)).await {
+            e.log(self.clock.now_ms());
         }
 
         let capacity = self.config.batch * self.config.workers.max(1);
         // Outcomes waiting for the committer: up to twice the attempts in flight, so
         // attempts ending while a batch is written need not wait for it.
         let (tx, rx) = mpsc::channel::<Done>(capacity * 2);
-        let committer = tokio::spawn(committer(self.clone(), rx));
+        let committer =
+            tokio::spawn(supervised(halt.clone(), "the committer", committer(self.clone(), rx, halt.clone())));
         let inflight = Arc::new(Semaphore::new(capacity));
         let (hard_tx, hard_rx) = watch::channel(false);
 
         let mut loops = Vec::new();
         let turn = Arc::new(Mutex::new(()));
         for _ in 0..self.config.workers.max(1) {
-            loops.push(tokio::spawn(claim_loop(
-                self.clone(),
-                tx.clone(),
-                inflight.clone(),
-                turn.clone(),
-                stop.clone(),
-                hard_rx.clone(),
-            )));
+            let work =
+                claim_loop(self.clone(), tx.clone(), inflight.clone(), turn.clone(), halt.clone(), hard_rx.clone());
+            loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
         }
-        let tick = tokio::spawn(tick_loop(self.clone(), inflight.clone(), stop.clone(), hard_rx.clone()));
-        let retain =
-            self.config.retain_ms.map(|older_than| tokio::spawn(retain_loop(self.clone(), older_than, stop.clone())));
-        let expand = tokio::spawn(expand_loop(self.clone(), stop.clone()));
+        let tick = tick_loop(self.clone(), inflight.clone(), halt.clone(), hard_rx.clone());
+        let tick = tokio::spawn(supervised(halt.clone(), "the tick", tick));
+        let retain = self.config.retain_ms.map(|older_than| {
+            tokio::spawn(supervised(halt.clone(), "the retention", retain_loop(self.clone(), older_than, halt.clone())))
+        });
+        let expand = tokio::spawn(supervised(halt.clone(), "the expansion", expand_loop(self.clone(), halt.clone())));
 
-        while !*stop.borrow() {
-            if stop.changed().await.is_err() {
-                break;
-            }
+        // The caller's stop (or its going away), or a task's panic.
+        let mut halted = halt.subscribe();
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => {}
+            _ = halted.wait_for(|s| *s) => {}
         }
+        halt.stop();
         for l in loops {
             let _ = l.await;
         }
@@ -127,8 +223,8 @@ impl Runtime {
             left as u64
         };
         drop(tx);
-        let recorded = committer.await.unwrap_or(0);
-        Ok(RunSummary { recorded, abandoned })
+        let recorded = committer.await.ok().flatten().unwrap_or(0);
+        halt.result(RunSummary { recorded, abandoned })
     }
 
     /// Make a prepared call under its run time limit.
@@ -147,21 +243,30 @@ impl Runtime {
         }
     }
 
-    async fn attempt(self: Arc<Self>, c: Claimed) -> Done {
+    /// Make a claimed delivery's call and conclude it. A call that panics is the
+    /// defect it is: reported to `halt` (the run stops), and concluded as
+    /// `runtime.internal_fault`.
+    async fn attempt(self: Arc<Self>, c: Claimed, halt: &Halt) -> Done {
         let span = events::attempt_span(c.id, &c.subscriber, c.attempt);
-        let outcome = self.call_prepared(self.prepare_call(&c)).instrument(span).await;
+        let call = AssertUnwindSafe(async { self.call_prepared(self.prepare_call(&c)).await });
+        let outcome = call.catch_unwind().instrument(span).await.unwrap_or_else(|panic| {
+            halt.panicked(&format!("the call of delivery {}", c.id), &*panic);
+            Outcome::fail(FailureKind::InternalFault, RuntimeCode::RuntimeInternalFault)
+        });
         let now = self.clock.now_ms();
         self.conclude(&c, outcome, now)
     }
 
     /// Run one schedule's run and record it; its run time limit counts from now.
-    async fn run_schedule(self: Arc<Self>, name: String, run: u64) {
+    async fn run_schedule(self: Arc<Self>, name: String, run: u64, halt: Halt) {
         let started_ms = self.clock.now_ms();
         let outcome = self.call_prepared(self.prepare_schedule(&name, started_ms)).await;
         let now = self.clock.now_ms();
         let rt = self.clone();
-        if let Err(e) = blocking(move || rt.finish_schedule(&name, run, &outcome, now)).await {
-            events::error(now, &e);
+        if let Err(e) =
+            blocking(&halt, "schedule run's record", move || rt.finish_schedule(&name, run, &outcome, now)).await
+        {
+            e.log(now);
         }
     }
 }
@@ -192,9 +297,9 @@ impl Backoff {
 /// Read the store's clock, if it has one, and anchor the runtime's clock to it
 /// (taken as read half-way through the round trip). A failed reading keeps the
 /// last anchor: the next tick tries again.
-async fn anchor_clock(rt: &Arc<Runtime>) {
+async fn anchor_clock(rt: &Arc<Runtime>, halt: &Halt) {
     let store = rt.store.clone();
-    let read = blocking(move || {
+    let read = blocking(halt, "clock", move || {
         let before = Instant::now();
         let db = store.db_now_ms()?;
         Ok(db.map(|db| (db, before + before.elapsed() / 2)))
@@ -205,13 +310,40 @@ async fn anchor_clock(rt: &Arc<Runtime>) {
     }
 }
 
-/// Run a store call on a blocking thread.
+/// How a store call on a blocking thread came back without its result.
+#[derive(Debug)]
+enum Blocked {
+    /// The store's error: logged, and the call made again later.
+    Store(StoreError),
+    /// The call panicked (reported as it happened) or was cut off: the run is
+    /// stopping.
+    Stopping,
+}
+
+impl Blocked {
+    /// Log a store error met at `at_ms` (a panic was reported as it happened).
+    fn log(&self, at_ms: i64) {
+        if let Blocked::Store(e) = self {
+            events::error(at_ms, e);
+        }
+    }
+}
+
+/// Run the store call `what` on a blocking thread; a panic there is reported to
+/// `halt` (the run stops).
 async fn blocking<T: Send + 'static>(
+    halt: &Halt,
+    what: &str,
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
+) -> Result<T, Blocked> {
     match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
-        Err(e) => Err(StoreError::Corrupt(format!("a store task failed: {e}"))),
+        Ok(r) => r.map_err(Blocked::Store),
+        Err(e) => {
+            if let Ok(panic) = e.try_into_panic() {
+                halt.panicked(&format!("the store's {what}"), &*panic);
+            }
+            Err(Blocked::Stopping)
+        }
     }
 }
 
@@ -237,10 +369,12 @@ async fn take_permits(
 
 /// Run `work` as its own task once `permit` gives an in-flight permit, holding it
 /// until the work ends; a hard stop (the grace period over) cuts either wait short,
-/// and the permit goes back either way.
+/// and the permit goes back either way. A panic of `work` is reported to `halt` as
+/// `task`'s.
 fn spawn_under_permit(
     permit: impl Future<Output = Option<OwnedSemaphorePermit>> + Send + 'static,
     mut hard: watch::Receiver<bool>,
+    (halt, task): (Halt, &'static str),
     work: impl Future<Output = ()> + Send + 'static,
 ) {
     tokio::spawn(async move {
@@ -252,7 +386,7 @@ fn spawn_under_permit(
             return;
         };
         tokio::select! {
-            () = work => {}
+            _ = supervised(halt, task, work) => {}
             _ = hard.changed() => {}
         }
         drop(permit);
@@ -264,9 +398,10 @@ async fn claim_loop(
     tx: mpsc::Sender<Done>,
     inflight: Arc<Semaphore>,
     turn: Arc<Mutex<()>>,
-    mut stop: watch::Receiver<bool>,
+    halt: Halt,
     hard: watch::Receiver<bool>,
 ) {
+    let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
     loop {
         if *stop.borrow() {
@@ -289,7 +424,7 @@ async fn claim_loop(
         let limit = permits.num_permits();
         let now = rt.clock.now_ms();
         let r = rt.clone();
-        let report = blocking(move || r.claim_due(now, limit)).await;
+        let report = blocking(&halt, "claim", move || r.claim_due(now, limit)).await;
         let DueClaim { report, waiting } = match report {
             Ok(claim) => {
                 backoff.reset();
@@ -298,7 +433,7 @@ async fn claim_loop(
             Err(e) => {
                 drop(permits);
                 drop(my_turn);
-                events::error(now, &e);
+                e.log(now);
                 tokio::select! {
                     _ = backoff.pause() => {}
                     _ = stop.changed() => {}
@@ -314,14 +449,14 @@ async fn claim_loop(
             let Some(permit) = permits.split(1) else {
                 break;
             };
-            let (rt2, tx2) = (rt.clone(), tx.clone());
+            let (rt2, tx2, halt2) = (rt.clone(), tx.clone(), halt.clone());
             // Boxed: the task is moved at its spawn and as it ends, and an
             // attempt's future is large.
             let work = Box::pin(async move {
-                let done = rt2.attempt(c).await;
+                let done = rt2.attempt(c, &halt2).await;
                 let _ = tx2.send(done).await;
             });
-            spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), work);
+            spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), (halt.clone(), "an attempt"), work);
         }
         // The permits no claimed delivery needed go back now.
         drop(permits);
@@ -332,7 +467,11 @@ async fn claim_loop(
             // connection's slot, or the stop. Deliveries left waiting for a slot
             // are due already: they wait for the wake (or the poll), not their time.
             let store = rt.store.clone();
-            let next = if waiting > 0 { None } else { blocking(move || store.next_due_ms()).await.ok().flatten() };
+            let next = if waiting > 0 {
+                None
+            } else {
+                blocking(&halt, "next due time", move || store.next_due_ms()).await.ok().flatten()
+            };
             let until = next.unwrap_or(i64::MAX).min(now.saturating_add(rules::ms_i64(rt.config.poll_ms)));
             tokio::select! {
                 _ = rt.wake.notified() => {}
@@ -345,7 +484,7 @@ async fn claim_loop(
 
 /// Record the outcomes `rx` brings, every outcome waiting in one batch (a batch
 /// costs the store far less per outcome than one outcome a transaction).
-async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
+async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>, halt: Halt) -> u64 {
     let mut total = 0u64;
     let max = rx.max_capacity();
     // Outcomes not yet written: a batch the store refused is kept and written
@@ -391,7 +530,11 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
                 }
             }
             // The deliveries stay `running` and come back when their leases end.
-            Err(e) => events::error(now, &StoreError::Corrupt(format!("a store task failed: {e}"))),
+            Err(e) => {
+                if let Ok(panic) = e.try_into_panic() {
+                    halt.panicked("the store's record of outcomes", &*panic);
+                }
+            }
         }
         if !open && batch.is_empty() {
             break;
@@ -400,22 +543,18 @@ async fn committer(rt: Arc<Runtime>, mut rx: mpsc::Receiver<Done>) -> u64 {
     total
 }
 
-async fn tick_loop(
-    rt: Arc<Runtime>,
-    inflight: Arc<Semaphore>,
-    mut stop: watch::Receiver<bool>,
-    hard: watch::Receiver<bool>,
-) {
+async fn tick_loop(rt: Arc<Runtime>, inflight: Arc<Semaphore>, halt: Halt, hard: watch::Receiver<bool>) {
+    let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
     loop {
         if *stop.borrow() {
             return;
         }
-        anchor_clock(&rt).await;
+        anchor_clock(&rt, &halt).await;
         let now = rt.clock.now_ms();
         let r = rt.clone();
         let mut pause_ms = TICK_MS;
-        match blocking(move || r.tick(now)).await {
+        match blocking(&halt, "tick", move || r.tick(now)).await {
             Ok(claimed) => {
                 backoff.reset();
                 for c in claimed {
@@ -424,11 +563,12 @@ async fn tick_loop(
                     // (the work starts only then).
                     let permit = inflight.clone().acquire_owned();
                     let permit = async move { permit.await.ok() };
-                    spawn_under_permit(permit, hard.clone(), rt.clone().run_schedule(c.name, c.run));
+                    let run = rt.clone().run_schedule(c.name, c.run, halt.clone());
+                    spawn_under_permit(permit, hard.clone(), (halt.clone(), "a schedule's run"), run);
                 }
             }
             Err(e) => {
-                events::error(now, &e);
+                e.log(now);
                 pause_ms = pause_ms.max(backoff.next_ms());
             }
         }
@@ -441,7 +581,8 @@ async fn tick_loop(
 
 /// `--retain`: prune what is older than `older_than_ms` at once and then every
 /// [`RETAIN_EVERY_MS`], each batch its own short transaction.
-async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, mut stop: watch::Receiver<bool>) {
+async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, halt: Halt) {
+    let mut stop = halt.subscribe();
     loop {
         if *stop.borrow() {
             return;
@@ -449,10 +590,10 @@ async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, mut stop: watch::Rece
         let now = rt.clock.now_ms();
         let store = rt.store.clone();
         let plan = crate::retention::plan(now, older_than_ms, false);
-        match blocking(move || crate::retention::prune(store.as_ref(), &plan)).await {
+        match blocking(&halt, "prune", move || crate::retention::prune(store.as_ref(), &plan)).await {
             Ok(counts) if counts.deliveries > 0 => events::pruned(now, &counts),
             Ok(_) => {}
-            Err(e) => events::error(now, &e),
+            Err(e) => e.log(now),
         }
         tokio::select! {
             _ = rt.clock.sleep_until(now.saturating_add(rules::ms_i64(RETAIN_EVERY_MS))) => {}
@@ -463,7 +604,8 @@ async fn retain_loop(rt: Arc<Runtime>, older_than_ms: u64, mut stop: watch::Rece
 
 /// Expand events written in SQL: a full batch is followed at once by the next;
 /// otherwise the loop looks again after the poll interval.
-async fn expand_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>) {
+async fn expand_loop(rt: Arc<Runtime>, halt: Halt) {
+    let mut stop = halt.subscribe();
     loop {
         if *stop.borrow() {
             return;
@@ -471,11 +613,11 @@ async fn expand_loop(rt: Arc<Runtime>, mut stop: watch::Receiver<bool>) {
         let now = rt.clock.now_ms();
         let limit = rt.config.batch;
         let r = rt.clone();
-        let pause = match blocking(move || r.expand_events(now, limit)).await {
+        let pause = match blocking(&halt, "expansion", move || r.expand_events(now, limit)).await {
             Ok(report) if report.expanded.len() + report.invalid.len() >= limit => continue,
             Ok(_) => rt.config.poll_ms,
             Err(e) => {
-                events::error(now, &e);
+                e.log(now);
                 STORE_ERROR_PAUSE_MS
             }
         };

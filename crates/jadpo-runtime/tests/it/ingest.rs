@@ -389,3 +389,45 @@ async fn ingest_stops_accepting_and_returns_when_told() {
     tokio::time::timeout(Duration::from_secs(20), s.task).await.expect("stopped in time").expect("no panic");
     assert!(c.read(false).await.is_none());
 }
+
+#[tokio::test]
+async fn ingest_answers_what_it_read_at_a_stop_and_refuses_what_comes_after() {
+    let s = start(IngestLimits { max_connections: 2, ..IngestLimits::default() }).await;
+    // A request whose body is half sent when the stop comes...
+    let mut slow = Client::connect(s.addr).await;
+    let (sent, rest) = PAID.split_at(PAID.len() / 2);
+    slow.send(
+        format!("POST /events/Paid HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{sent}", PAID.len()).as_bytes(),
+    )
+    .await;
+    // ...an idle keep-alive connection...
+    let mut idle = Client::connect(s.addr).await;
+    assert_eq!(idle.post("/events/Paid", PAID).await.status, 202);
+    // ...and a request waiting in the accept queue, both slots taken.
+    let mut queued = Client::connect(s.addr).await;
+    queued
+        .send(
+            format!("POST /events/Paid HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{PAID}", PAID.len()).as_bytes(),
+        )
+        .await;
+    s.stop.send(true).expect("stop");
+    // The listener closes, and the idle connection.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(s.addr).await.is_ok() {
+        assert!(tokio::time::Instant::now() < deadline, "the listener stayed open");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(idle.read(false).await.is_none(), "the idle connection stayed open");
+    // The request read before the stop is taken and answered...
+    slow.send(rest.as_bytes()).await;
+    let a = slow.read(false).await.expect("an answer");
+    assert_eq!(a.status, 202, "{a:?}");
+    assert_eq!(a.header("connection"), Some("close"));
+    // ...and the one read after it is refused, to be sent again.
+    let a = queued.read(false).await.expect("an answer");
+    assert_eq!((a.status, a.code().as_str()), (503, "stopping"));
+    assert_eq!(a.header("retry-after"), Some(jadpo_runtime::ingest::RETRY_AFTER_S.to_string().as_str()));
+    assert_eq!(a.header("connection"), Some("close"));
+    tokio::time::timeout(Duration::from_secs(20), s.task).await.expect("stopped in time").expect("no panic");
+    assert_eq!(stored_ids(&s.store).len(), 2);
+}

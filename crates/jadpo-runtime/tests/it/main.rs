@@ -5,6 +5,7 @@ mod breakers;
 mod builtin;
 mod common;
 mod events;
+mod faults;
 mod http_driver;
 mod http_server;
 mod http_tls;

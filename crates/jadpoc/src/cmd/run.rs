@@ -215,13 +215,18 @@ pub fn run(args: RunArgs) -> ExitCode {
             crate::store::shown(&args.db.location()),
             plural(u64::from(args.workers), "worker"),
         );
+        let signal = stop_tx.clone();
         tokio::spawn(async move {
             wait_for_signal().await;
-            let _ = stop_tx.send(true);
+            eprintln!("jadpoc: stopping: taking no more work, finishing what is under way");
+            signal.send_replace(true);
         });
         let result = runtime.run(stop_rx).await;
+        // A run stopped by a fault stops the servers too. Each drains: the
+        // requests it read are answered before the process ends.
+        stop_tx.send_replace(true);
         for s in [server, metrics_server].into_iter().flatten() {
-            s.abort();
+            let _ = s.await;
         }
         match result {
             Ok(summary) => {

@@ -11,6 +11,7 @@ mod fmt_cli;
 mod http_e2e;
 #[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
 mod http_server;
+mod listen_e2e;
 mod log_reasons;
 mod metrics_e2e;
 mod operator_cli;

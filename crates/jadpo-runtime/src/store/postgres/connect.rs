@@ -126,14 +126,26 @@ impl PgLocation {
         Ok(PgLocation { config, ssl, schema, shown })
     }
 
-    /// A new connection.
+    /// A new connection. The `postgres` client starts a runtime of its own for
+    /// each, and panics when it cannot (the process has no file descriptor left):
+    /// the store is then unreachable, as when the connection is refused.
     pub fn connect(&self) -> Result<postgres::Client, StoreError> {
-        let connected = match self.ssl {
-            Ssl::Disable => self.config.connect(postgres::NoTls),
-            Ssl::Prefer | Ssl::Require => self.config.connect(tls(false).map_err(|e| bad(&self.shown, e))?),
-            Ssl::VerifyFull => self.config.connect(tls(true).map_err(|e| bad(&self.shown, e))?),
+        let tls = match self.ssl {
+            Ssl::Disable => None,
+            Ssl::Prefer | Ssl::Require => Some(tls(false).map_err(|e| bad(&self.shown, e))?),
+            Ssl::VerifyFull => Some(tls(true).map_err(|e| bad(&self.shown, e))?),
         };
-        connected.map_err(|e| StoreError::Unreachable { url: self.shown.clone(), message: e.to_string() })
+        let connected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match tls {
+            None => self.config.connect(postgres::NoTls),
+            Some(tls) => self.config.connect(tls),
+        }));
+        let unreachable = |message: String| StoreError::Unreachable { url: self.shown.clone(), message };
+        match connected {
+            Ok(connected) => connected.map_err(|e| unreachable(e.to_string())),
+            Err(_) => Err(unreachable(
+                "the client could not start its runtime (the process may have no file descriptor left)".to_string(),
+            )),
+        }
     }
 }
 

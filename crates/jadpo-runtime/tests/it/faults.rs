@@ -1,0 +1,341 @@
+//! A run one of whose tasks panics (a driver's call, a store call): the panic is
+//! logged as `runtime.internal_fault` with its message, the run stops of itself
+//! with the fault as its result, and what it committed stays committed. On both
+//! stores.
+
+use crate::common::fixture::Fixture;
+use jadpo_check::program::{DeliveryState, FailureKind, Program};
+use jadpo_check::{Lower, SourceFile, check};
+use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock};
+use jadpo_runtime::config::RuntimeConfig;
+use jadpo_runtime::drivers::{CallRequest, Driver};
+use jadpo_runtime::payload::new_event;
+use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
+use jadpo_runtime::rules::{Failure, Outcome};
+use jadpo_runtime::steps::Runtime;
+use jadpo_runtime::store::{
+    AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule, DeliveryFilter,
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, PruneCounts, PrunePlan,
+    Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError, UnexpandedEvent,
+    Waker,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PROGRAM: &str = r#"
+event Paid { id: string }
+
+connection c { url: "http://127.0.0.1:9/x" }
+
+action record(id: string) { via: c }
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+    timeout: 5s
+}
+"#;
+
+fn program() -> Arc<Program> {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: PROGRAM.into() }], Lower::Yes);
+    Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)))
+}
+
+/// A driver that answers every call `ok`, except a call for the event `boom`,
+/// where it panics.
+struct BreaksOnBoom;
+
+impl Driver for BreaksOnBoom {
+    fn call(&self, request: CallRequest) -> BoxFuture<'_, Outcome> {
+        if request.args["id"] == "boom" {
+            panic!("the driver broke on `boom`");
+        }
+        Box::pin(async { Outcome::ok() })
+    }
+}
+
+/// A store whose claims panic once `armed`; everything else is the inner store's.
+struct BreaksWhenArmed {
+    inner: Box<dyn Store>,
+    armed: AtomicBool,
+}
+
+impl Store for BreaksWhenArmed {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.emit(events, now_ms)
+    }
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_due_ms()
+    }
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.inner.deliveries(filter)
+    }
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        self.inner.delivery(id)
+    }
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.inner.retry(ids, now_ms)
+    }
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.inner.status(now_ms)
+    }
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.inner.sync_schedules(schedules, now_ms)
+    }
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.inner.claim_schedules(schedules, now_ms)
+    }
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError> {
+        self.inner.record_schedule(name, run, ended_at_ms, failure)
+    }
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_schedule_due_ms()
+    }
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.inner.breakers()
+    }
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.inner.next_sweep_ms(now_ms)
+    }
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.inner.pause_connection(connection, pause)
+    }
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.inner.resume_connection(connection, by, reason, now_ms)
+    }
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.inner.knows_connection(connection)
+    }
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_batch(plan)
+    }
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_preview(plan)
+    }
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.inner.expand_events(now_ms, limit, expand)
+    }
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        self.inner.events(filter)
+    }
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        self.inner.event(id)
+    }
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.replay(replays, now_ms)
+    }
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.inner.event_counts()
+    }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.db_now_ms()
+    }
+    fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
+        self.inner.listen(wake)
+    }
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        if self.armed.load(Ordering::SeqCst) {
+            panic!("the store broke claiming");
+        }
+        self.inner.claim_raising(now_ms, limit, decide, raise)
+    }
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        self.inner.record_raising(outcomes, raised, raise)
+    }
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
+    }
+}
+
+/// The run's log as its events' names and messages.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Log {
+    fn lines(&self) -> Vec<(String, String)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The `message` field of an event.
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.0 = value.to_string();
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Log {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        let name = event.metadata().name().to_string();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((name, message.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A store call off the async threads (the PostgreSQL client blocks).
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("the store call's thread")
+}
+
+fn emit(store: &Arc<dyn Store>, id: &str) -> impl Future<Output = ()> + use<> {
+    let (store, event) = (store.clone(), new_event(&program(), "Paid", &format!(r#"{{"id":"{id}"}}"#)));
+    off_thread(move || {
+        store.emit(&[event.expect("a valid event")], SystemClock.now_ms()).expect("emit");
+    })
+}
+
+async fn deliveries(store: &Arc<dyn Store>) -> Vec<DeliveryView> {
+    let store = store.clone();
+    let mut all = off_thread(move || store.deliveries(&DeliveryFilter::default()).expect("deliveries")).await;
+    all.sort_by_key(|d| d.id);
+    all
+}
+
+/// Waits (30s at most) until every delivery is `succeeded`, `n` of them.
+async fn wait_succeeded(store: &Arc<dyn Store>, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let all = deliveries(store).await;
+        if all.len() == n && all.iter().all(|d| d.state == DeliveryState::Succeeded) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not delivered in time: {all:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Runs `store` with `driver` on one thread, the run's log captured: `act` does
+/// what makes a task panic once the run has delivered `p1`. The run must stop of
+/// itself within 30s; returns its result as text (`Err` for a fault) and the log.
+fn run_until_it_stops<F: Future<Output = ()>>(
+    store: Arc<dyn Store>,
+    driver: Arc<dyn Driver>,
+    act: impl FnOnce() -> F,
+) -> (Result<String, String>, Vec<(String, String)>) {
+    let log = Log::default();
+    let _capture = tracing::subscriber::set_default(log.clone());
+    // One thread: every event the run's tasks log is captured on it.
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
+    let config = RuntimeConfig { stop_grace_ms: 5_000, poll_ms: 10, ..RuntimeConfig::default() };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let rt = Arc::new(Runtime::new(program(), store.clone(), clock, vec![driver], RandomSource::from_seed(1), config));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let result = tokio.block_on(async {
+        let run = tokio::spawn(rt.clone().run(stopped));
+        emit(&store, "p1").await;
+        wait_succeeded(&store, 1).await;
+        act().await;
+        match tokio::time::timeout(Duration::from_secs(30), run).await {
+            Ok(ended) => ended.expect("the run's task").map(|s| format!("{s:?}")).map_err(|e| e.to_string()),
+            Err(_) => {
+                let _ = stop.send(true);
+                panic!("the run went on after its task panicked: {:?}", log.lines())
+            }
+        }
+    });
+    (result, log.lines())
+}
+
+/// The message of the log's `runtime.internal_fault` lines.
+fn faults(log: &[(String, String)]) -> Vec<&str> {
+    log.iter().filter(|(name, _)| name == "runtime.internal_fault").map(|(_, m)| m.as_str()).collect()
+}
+
+fn a_panicking_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
+    let store: Arc<dyn Store> = Arc::from(f.open());
+    let (result, log) = run_until_it_stops(store.clone(), Arc::new(BreaksOnBoom), || emit(&store, "boom"));
+    let Err(fault) = result else { panic!("the run ended well: {result:?}") };
+    assert!(fault.contains("runtime.internal_fault") && fault.contains("the driver broke on `boom`"), "{fault}");
+    let logged = faults(&log);
+    assert_eq!(logged.len(), 1, "{log:?}");
+    assert!(logged[0].contains("the driver broke on `boom`"), "{log:?}");
+    assert!(!log.iter().any(|(name, _)| name == "runtime.error"), "{log:?}");
+    // The delivery delivered before stays so; the one whose call panicked is
+    // recorded as the defect it is.
+    let all = tokio::runtime::Builder::new_current_thread().build().expect("tokio").block_on(deliveries(&store));
+    assert_eq!(all.len(), 2);
+    assert_eq!((all[0].state, all[0].attempts), (DeliveryState::Succeeded, 1));
+    assert_eq!((all[1].state, all[1].attempts), (DeliveryState::Failed, 1));
+    let failure = all[1].last_failure.as_ref().expect("a failure");
+    assert_eq!((failure.kind, failure.code.as_str()), (FailureKind::InternalFault, "runtime.internal_fault"));
+}
+
+fn a_panicking_store_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
+    let breaking = Arc::new(BreaksWhenArmed { inner: f.open(), armed: AtomicBool::new(false) });
+    let store: Arc<dyn Store> = breaking.clone();
+    let (result, log) = run_until_it_stops(store.clone(), Arc::new(BreaksOnBoom), || {
+        breaking.armed.store(true, Ordering::SeqCst);
+        emit(&store, "p2")
+    });
+    let Err(fault) = result else { panic!("the run ended well: {result:?}") };
+    assert!(fault.contains("runtime.internal_fault") && fault.contains("the store broke claiming"), "{fault}");
+    let logged = faults(&log);
+    assert!(!logged.is_empty() && logged.iter().all(|m| m.contains("the store broke claiming")), "{log:?}");
+    // A panic is not a store error to wait out and try again.
+    assert!(!log.iter().any(|(name, _)| name == "runtime.error"), "{log:?}");
+    breaking.armed.store(false, Ordering::SeqCst);
+    let all = tokio::runtime::Builder::new_current_thread().build().expect("tokio").block_on(deliveries(&store));
+    assert_eq!(all.len(), 2);
+    assert_eq!((all[0].state, all[0].attempts), (DeliveryState::Succeeded, 1));
+    assert_eq!((all[1].state, all[1].attempts), (DeliveryState::Pending, 0), "kept for the next run");
+}
+
+crate::common::on_every_store!(
+    a_panicking_call_stops_the_run_as_an_internal_fault,
+    a_panicking_store_call_stops_the_run_as_an_internal_fault,
+);
