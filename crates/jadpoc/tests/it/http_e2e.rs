@@ -4,6 +4,8 @@
 use crate::http_server;
 
 use http_server::{Provider, Reply, refused_url};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -335,17 +337,47 @@ fn http_e2e_a_provider_closing_idle_connections_gets_every_call_once_and_none_is
             sent += 1;
         }
     }
+    expect_each_delivered_once(&e, run, &p, 500);
+}
+
+#[test]
+fn http_e2e_a_provider_closing_idle_connections_at_random_moments_gets_every_call_once() {
+    // 500 deliveries, each posted a random 0 to 8ms after the last, through a
+    // provider closing connections idle for a random 1 to 6ms: calls are made at
+    // every moment of its closes.
+    let p =
+        Provider::closing_at_random(3, Duration::from_millis(1)..=Duration::from_millis(6), |_, _| Reply::status(200));
+    let e = env(&p.url(), "", "");
+    let run = e.start_run(&["--listen", "0"], &[]);
+    let addr = wait_for_listen(&run.log);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for n in 0..500 {
+        // The load's shape, not a wait for a condition.
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..=8)));
+        post_paid(&addr, n);
+    }
+    expect_each_delivered_once(&e, run, &p, 500);
+}
+
+/// Waits for `n` deliveries to succeed, none parked meanwhile, then stops the run:
+/// the provider received each once, and closed idle connections.
+fn expect_each_delivered_once(e: &Env, run: common::Running, p: &Provider, n: usize) {
     let start = std::time::Instant::now();
     let mut list = e.deliveries();
-    while list.iter().filter(|d| state(d) == "succeeded").count() < 500 {
-        assert!(list.iter().all(|d| state(d) != "parked"), "a delivery was parked: {list:#?}");
+    while list.iter().filter(|d| state(d) == "succeeded").count() < n {
+        let parked: Vec<(&Value, bool)> = list
+            .iter()
+            .filter(|d| state(d) == "parked")
+            .map(|d| (&d["id"], keys(p).contains_key(&d["id"].to_string())))
+            .collect();
+        assert!(parked.is_empty(), "parked (id, whether the provider received it): {parked:?}");
         assert!(start.elapsed() < Duration::from_secs(60), "not all delivered");
         std::thread::sleep(Duration::from_millis(100));
         list = e.deliveries();
     }
     common::stop(run);
-    let counts = keys(&p);
-    assert_eq!(counts.len(), 500);
+    let counts = keys(p);
+    assert_eq!(counts.len(), n);
     assert!(counts.values().all(|n| *n == 1), "a key was received twice");
     assert!(p.idle_closes() > 0, "the provider never closed an idle connection");
 }
