@@ -7,7 +7,7 @@ use crate::http_server;
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::drivers::{CallRequest, Driver};
+use jadpo_runtime::drivers::{CallRequest, Driver, SendMark};
 use jadpo_runtime::http::{HttpClient, HttpDriver, HttpSetupError};
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::rules::{CallFailure, Outcome};
@@ -555,6 +555,37 @@ async fn http_the_in_flight_limit_holds_under_50_concurrent_calls() {
     assert_eq!(p.count(), 50);
     assert_eq!(p.max_concurrent(), 3);
     assert!(p.connections() <= 3, "{} connections", p.connections());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_a_call_that_waits_for_its_slot_past_the_run_limit_is_deadline_exceeded_never_sent() {
+    // One call at a time, each answered after 3s; the run's limit is 1s.
+    let p = Provider::always(Reply::After(Duration::from_millis(3_000), Box::new(Reply::status(200))));
+    let d = Arc::new(driver_for(&program(&p.url(), "timeout: 10s\n max_in_flight: 1", "", "1s")));
+    let first = tokio::spawn({
+        let d = d.clone();
+        async move { d.call(request(1, 1)).await }
+    });
+    let start = Instant::now();
+    while p.count() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the first call never reached the provider");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The second waits for the slot the first holds past its own limit: it ends
+    // at its limit as `deadline_exceeded`, never sent.
+    let exceeded = failed(FailureKind::DeadlineExceeded, "deadline_exceeded", None, None);
+    let t = Instant::now();
+    assert_eq!(d.call(request(2, 1)).await, exceeded);
+    assert!((Duration::from_millis(1_000)..Duration::from_millis(1_900)).contains(&t.elapsed()), "{:?}", t.elapsed());
+    // A caller that tells the limit (as the run does, counted from the claim)
+    // has the wait end there.
+    let t = Instant::now();
+    assert_eq!(d.call_marked(request(3, 1), SendMark::with_time_left(300)).await, exceeded);
+    assert!(t.elapsed() < Duration::from_millis(900), "{:?}", t.elapsed());
+    assert_eq!(first.await.expect("first call"), Outcome::Succeeded { http_status: Some(200) });
+    let keys: Vec<String> =
+        p.received().iter().map(|r| r.header("idempotency-key").unwrap_or_default().into()).collect();
+    assert_eq!(keys, vec!["1"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

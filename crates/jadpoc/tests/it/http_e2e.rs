@@ -297,6 +297,41 @@ fn http_e2e_the_run_time_limit_is_deadline_exceeded_for_an_idempotent_call() {
 }
 
 #[test]
+fn http_e2e_a_delivery_waiting_for_its_slot_past_the_run_limit_is_deadline_exceeded_never_sent() {
+    // One call at a time, each answered after 700ms, and a run limit of 1s: of 4
+    // deliveries the first runs alone (the connection has not answered yet), then
+    // the others are claimed together, and the last of them waits for its slot
+    // until its limit passes.
+    let p = Provider::always(Reply::After(Duration::from_millis(700), Box::new(Reply::status(200))));
+    let e = env_limited(&p.url(), "timeout: 10s\n    max_in_flight: 1", "", "1s");
+    e.emit_paid(4);
+    let (list, _) = e.run_until_with(&[], &[], |l| {
+        l.len() == 4 && l.iter().all(|d| d["attempts"].as_i64() >= Some(1) && state(d) != "running")
+    });
+    let received = keys(&p);
+    let mut exceeded = 0;
+    for d in &list {
+        let first = &e.history(d)[0];
+        let key = d["id"].to_string();
+        match (first["outcome"].as_str(), first["kind"].as_str()) {
+            (Some("succeeded"), _) => {
+                let ms = first["duration_ms"].as_i64().expect("ms");
+                assert!(ms <= 1_000, "delivery {key} succeeded after {ms}ms, past its limit");
+            }
+            (_, Some("deadline_exceeded")) => {
+                exceeded += 1;
+                assert_eq!(state(d), "pending", "retried: {d:#?}");
+                assert!(!received.contains_key(&key), "delivery {key} ended `deadline_exceeded` but was sent");
+            }
+            // Sent when its slot came, and in flight at its limit.
+            (_, Some("outcome_unknown")) => assert_eq!(received.get(&key), Some(&1)),
+            other => panic!("delivery {key}: {other:?}"),
+        }
+    }
+    assert!(exceeded >= 1, "no delivery waited past its limit: {list:#?}");
+}
+
+#[test]
 fn http_e2e_the_run_time_limit_is_deadline_exceeded_when_nothing_was_sent() {
     // A listener whose accept queue is full: no connection is made, so the call
     // never left when the run's limit passes.
