@@ -6,6 +6,7 @@ use crate::codes::RuntimeCode;
 use crate::rules::{self, CallFailure, Outcome};
 use jadpo_check::program::{Answer, FailureKind, FakeAnswer};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// One call of an action, as a driver receives it.
 #[derive(Debug, Clone)]
@@ -32,8 +33,9 @@ pub trait Driver: Send + Sync {
 
     /// Make the call as [`Driver::call`] does, telling `sent` when its request may
     /// have reached the provider, so that the run's time limit, passing while the
-    /// call is in flight, ends it as [`SendMark::at_time_limit`] says. A driver that
-    /// never reaches outside (the fake) keeps the default: never sent.
+    /// call is in flight, ends it as [`SendMark::at_time_limit`] says; `sent` also
+    /// carries that limit ([`SendMark::deadline`]), for the driver's own waits. A
+    /// driver that never reaches outside (the fake) keeps the default: never sent.
     fn call_marked(&self, request: CallRequest, sent: SendMark) -> BoxFuture<'_, Outcome> {
         let _ = sent;
         self.call(request)
@@ -41,9 +43,13 @@ pub trait Driver: Send + Sync {
 }
 
 /// Whether a call's request may have reached the provider: set by the driver, read
-/// by the run's time limit. Clones share it.
+/// by the run's time limit; and when that limit passes. Clones share it.
 #[derive(Clone, Default)]
-pub struct SendMark(Arc<Mutex<MarkState>>);
+pub struct SendMark {
+    state: Arc<Mutex<MarkState>>,
+    /// When the run's time limit passes, if the caller said.
+    deadline: Option<Instant>,
+}
 
 #[derive(Default)]
 struct MarkState {
@@ -61,16 +67,33 @@ impl std::fmt::Debug for SendMark {
 }
 
 impl SendMark {
-    /// A mark with no send started.
+    /// A mark with no send started, and no time limit told.
     pub fn new() -> SendMark {
         SendMark::default()
+    }
+
+    /// A mark with no send started, for a call whose run's time limit passes in
+    /// `ms` milliseconds (none left when 0 or less).
+    pub fn with_time_left(ms: i64) -> SendMark {
+        let left = Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+        SendMark { deadline: Instant::now().checked_add(left), ..SendMark::default() }
+    }
+
+    /// When the run's time limit passes, if the caller told: every wait of the
+    /// driver's (for a slot, before a re-send) ends by then.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MarkState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The driver starts a send: `probe` says, when asked, whether its request may
     /// have been written (err on the side of yes: a call wrongly taken as sent is
     /// parked, one wrongly taken as not sent is sent again).
     pub fn sending(&self, idempotent: bool, probe: impl Fn() -> bool + Send + Sync + 'static) {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self.lock();
         m.idempotent = idempotent;
         m.probe = Some(Box::new(probe));
     }
@@ -78,13 +101,12 @@ impl SendMark {
     /// The send ended (with an answer or a failure): nothing is in flight until
     /// the next [`SendMark::sending`].
     pub fn settled(&self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).probe = None;
+        self.lock().probe = None;
     }
 
     /// Whether a send's request may have reached the provider.
     pub fn written(&self) -> bool {
-        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        m.probe.as_ref().is_some_and(|p| p())
+        self.lock().probe.as_ref().is_some_and(|p| p())
     }
 
     /// How the run's time limit ends the call: `outcome_unknown` (the delivery is
@@ -92,7 +114,7 @@ impl SendMark {
     /// the provider; `deadline_exceeded` when none did, or the action is
     /// idempotent.
     pub fn at_time_limit(&self) -> Outcome {
-        let idempotent = self.0.lock().unwrap_or_else(|e| e.into_inner()).idempotent;
+        let idempotent = self.lock().idempotent;
         if self.written() && !idempotent {
             let f = CallFailure::new(FailureKind::OutcomeUnknown, RuntimeCode::TransportNoAnswer.as_str())
                 .with_reason("the run's time limit passed while the request was with the provider");

@@ -5,7 +5,9 @@
 //! driver sends the call, maps the answer to an [`Outcome`] as runtime.md's table
 //! says ([`map_answer`]), bounds each send by the connection's `timeout:`, re-sends
 //! within one attempt as the connection's `retry:` allows, and holds at most
-//! `max_in_flight:` sends in flight, so one slow provider cannot take every worker.
+//! `max_in_flight:` sends in flight, so one slow provider cannot take every worker
+//! (a call waits for its slot only until the run's time limit, which counts the
+//! wait).
 //! Redirects are never followed: a 3xx is an answer like any other.
 //!
 //! Each failure to send is named (`transport.dns`, `transport.refused`,
@@ -68,8 +70,9 @@ pub const MAX_ANSWER_BODY: usize = 64 * 1024;
 /// The longest failure code kept from a provider's body (codes are short and
 /// stable; a record never keeps a provider's free text).
 pub const MAX_CODE_LEN: usize = 64;
-/// Kept free between the end of a re-send and the run's time limit, for the time
-/// between the claim and the call that the driver cannot see.
+/// Kept free between the end of a re-send and the run's time limit: for the
+/// attempt's own end and, when the caller told no limit and the driver counts the
+/// program's from the call, for the time between the claim and the call.
 const RUN_LIMIT_MARGIN_MS: u64 = 50;
 
 /// Why HTTP drivers could not be made; `jadpoc run` refuses to start on any.
@@ -260,7 +263,8 @@ struct Route {
     uri: Uri,
     idempotent: bool,
     /// The shortest run time limit among the subscribers and schedules calling the
-    /// action: re-sends must fit inside it.
+    /// action, counted from the call when its caller tells none
+    /// ([`SendMark::deadline`]).
     run_limit_ms: u64,
 }
 
@@ -390,12 +394,17 @@ impl HttpDriver {
         Ok(req)
     }
 
-    /// One send, bounded by the connection's `timeout:`. A call the provider
-    /// surely never received because it had closed the pooled connection is sent
-    /// once more, on a fresh connection.
-    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest, mark: &SendMark) -> Outcome {
-        let Ok(_permit) = self.in_flight.acquire().await else {
-            return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None);
+    /// One send, bounded by the connection's `timeout:`, once one of the
+    /// connection's `max_in_flight:` slots is free: a call still waiting for one
+    /// at the run's time limit (`limit`) ends there, never sent. A call the
+    /// provider surely never received because it had closed the pooled connection
+    /// is sent once more, on a fresh connection.
+    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest, mark: &SendMark, limit: Instant) -> Outcome {
+        let _permit = match tokio::time::timeout_at(limit.into(), self.in_flight.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None),
+            // Nothing is in flight: `deadline_exceeded`.
+            Err(_) => return mark.at_time_limit(),
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
         let first = self.send_on(&self.client.inner, route, body, call, deadline, mark).await;
@@ -720,6 +729,7 @@ impl HttpDriver {
         let Some(route) = self.routes.get(&request.action) else {
             return fail_with(FailureKind::InternalFault, RuntimeCode::HttpUnknownAction.as_str(), None);
         };
+        let limit = mark.deadline().unwrap_or_else(|| started + Duration::from_millis(route.run_limit_ms));
         let body = WireBody {
             action: &request.action,
             args: &request.args,
@@ -734,7 +744,7 @@ impl HttpDriver {
         let mut sends = 1;
         loop {
             let sent_at = Instant::now();
-            let sent = self.send(route, &body, &request, &mark).await;
+            let sent = self.send(route, &body, &request, &mark, limit).await;
             if sends >= self.attempts || !resendable(&sent) {
                 return sent;
             }
@@ -748,12 +758,9 @@ impl HttpDriver {
             // limit, and give the re-send a fair chance to end by itself. A
             // Retry-After too long for that is left to the core, which honours
             // it between attempts.
-            let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-            let needed = ms(started.elapsed())
-                .saturating_add(wait)
-                .saturating_add(ms(sent_at.elapsed()))
-                .saturating_add(RUN_LIMIT_MARGIN_MS);
-            if needed > route.run_limit_ms {
+            let needed =
+                Duration::from_millis(wait.saturating_add(RUN_LIMIT_MARGIN_MS)).saturating_add(sent_at.elapsed());
+            if Instant::now().checked_add(needed).is_none_or(|end| end > limit) {
                 return sent;
             }
             tokio::time::sleep(Duration::from_millis(wait)).await;

@@ -10,11 +10,15 @@
 //! - before a request is written, the socket is peeked: an end of stream means the
 //!   provider closed it while idle, and the request is not written at all;
 //! - when the request was written and the stream ends before any byte of an
-//!   answer, a reset pending on the socket (the provider's kernel refusing data
-//!   for a socket already closed) shows the request was never read.
+//!   answer, a reset on the socket (the provider's system refusing data for a
+//!   socket already closed) shows the request was never read. That reset comes a
+//!   round trip after the request, and the provider's end of the stream usually
+//!   before it: so the end is held back from hyper for up to [`RESET_WAIT_MS`],
+//!   looking for the reset every [`RESET_CHECK_MS`].
 //!
-//! A stream that just ends, with no reset, is a provider that read the request and
-//! closed: the call may have happened, and it stays `outcome_unknown`.
+//! A stream that just ends, with no reset within that wait, is a provider that read
+//! the request and closed: the call may have happened, and it stays
+//! `outcome_unknown`.
 
 use hyper::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -25,8 +29,22 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+
+/// The longest wait, once a reused connection's stream ended before any byte of
+/// an answer, for the reset by which the provider's system refuses a request its
+/// server never read. The reset comes about a round trip after the request went
+/// out, plus the moment a server takes between ending its side of the stream and
+/// closing it: a second covers the longest round trips with room for a busy
+/// server. Only a call that gets no reset waits it all, and that call ends
+/// `outcome_unknown` (the delivery parked) either way; a call answered, or on a
+/// fresh connection, never waits.
+pub const RESET_WAIT_MS: u64 = 1_000;
+/// How often the socket is looked at for that reset while waiting.
+pub const RESET_CHECK_MS: u64 = 1;
 
 /// A failure to connect, named: the error the connector gives in place of hyper's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -131,7 +149,7 @@ impl tower_service::Service<Uri> for WatchingConnector {
         let connecting = self.inner.call(uri);
         Box::pin(async move {
             match connecting.await {
-                Ok(io) => Ok(WatchedStream { io, watch: Watched::default() }),
+                Ok(io) => Ok(WatchedStream { io, watch: Watched::default(), end: End::Open }),
                 Err(e) => Err(Box::new(name_connect_failure(&e)) as BoxError),
             }
         })
@@ -142,6 +160,17 @@ impl tower_service::Service<Uri> for WatchingConnector {
 pub struct WatchedStream {
     io: TokioIo<TcpStream>,
     watch: Watched,
+    end: End,
+}
+
+/// Where the stream is with the end of a reused connection's unanswered request.
+enum End {
+    /// The stream has not ended before an answer.
+    Open,
+    /// It ended: the end is held back from hyper until a reset shows or `until`.
+    Waiting { until: Instant, check: Pin<Box<Sleep>> },
+    /// The wait is over: the end is hyper's.
+    Told,
 }
 
 impl WatchedStream {
@@ -163,6 +192,43 @@ impl WatchedStream {
             _ => false,
         }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The stream ended: on a reused connection whose request has no byte of
+    /// answer, hold the end back from hyper until a reset shows (the request was
+    /// refused unread) or [`RESET_WAIT_MS`] has passed.
+    fn poll_end(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if matches!(self.end, End::Open) {
+            let unanswered = {
+                let w = self.lock();
+                w.exchanges > 1 && w.awaiting && w.answer_bytes == 0 && !w.reset_unanswered
+            };
+            let now = Instant::now();
+            self.end = if unanswered {
+                let until = now + Duration::from_millis(RESET_WAIT_MS);
+                End::Waiting { until, check: Box::pin(tokio::time::sleep_until(now)) }
+            } else {
+                End::Told
+            };
+        }
+        while let End::Waiting { until, check } = &mut self.end {
+            ready!(check.as_mut().poll(cx));
+            let until = *until;
+            let now = Instant::now();
+            if self.reset_pending() {
+                self.lock().reset_unanswered = true;
+                self.end = End::Told;
+            } else if now >= until {
+                self.end = End::Told;
+            } else if let End::Waiting { check, .. } = &mut self.end {
+                check.as_mut().reset((now + Duration::from_millis(RESET_CHECK_MS)).min(until));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// A reset, or a write to a peer that had reset.
@@ -178,6 +244,9 @@ impl Connection for WatchedStream {
 
 impl Read for WatchedStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, mut buf: ReadBufCursor<'_>) -> Poll<io::Result<()>> {
+        if !matches!(self.end, End::Open) {
+            return self.poll_end(cx);
+        }
         // hyper's cursor does not say how much a read filled, so the inner stream
         // reads into a local buffer, counted, then copied into the cursor.
         let mut local = [MaybeUninit::<u8>::uninit(); 8192];
@@ -187,21 +256,16 @@ impl Read for WatchedStream {
         let filled = rb.filled();
         match polled {
             Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(())) if filled.is_empty() && want > 0 => self.poll_end(cx),
             Poll::Ready(Ok(())) => {
                 let n = filled.len();
                 buf.put_slice(filled);
-                let mut w = self.watch.0.lock().unwrap_or_else(|e| e.into_inner());
-                if n > 0 {
-                    w.answer_bytes = w.answer_bytes.saturating_add(n as u64);
-                } else if w.awaiting && w.answer_bytes == 0 {
-                    drop(w);
-                    let reset = self.reset_pending();
-                    self.watch.0.lock().unwrap_or_else(|e| e.into_inner()).reset_unanswered |= reset;
-                }
+                let mut w = self.lock();
+                w.answer_bytes = w.answer_bytes.saturating_add(n as u64);
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => {
-                let mut w = self.watch.0.lock().unwrap_or_else(|e| e.into_inner());
+                let mut w = self.lock();
                 if w.awaiting && w.answer_bytes == 0 && is_reset(&e) {
                     w.reset_unanswered = true;
                 }
@@ -215,7 +279,7 @@ impl WatchedStream {
     /// Called before each write: the first write of a new request counts an
     /// exchange and, on a reused connection, peeks for the provider's close.
     fn before_write(&self) -> io::Result<()> {
-        let mut w = self.watch.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.lock();
         let new_request = !w.awaiting || w.answer_bytes > 0;
         if !new_request {
             return Ok(());
@@ -227,7 +291,7 @@ impl WatchedStream {
         if w.exchanges > 1 {
             drop(w);
             if self.peer_closed() {
-                self.watch.0.lock().unwrap_or_else(|e| e.into_inner()).closed_while_idle = true;
+                self.lock().closed_while_idle = true;
                 return Err(io::Error::new(
                     io::ErrorKind::ConnectionAborted,
                     "the provider closed the idle connection",

@@ -7,10 +7,13 @@ use crate::http_server;
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::drivers::{CallRequest, Driver};
+use jadpo_runtime::drivers::{CallRequest, Driver, SendMark};
 use jadpo_runtime::http::{HttpClient, HttpDriver, HttpSetupError};
+use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::rules::{CallFailure, Outcome};
+use rand::RngExt;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -387,6 +390,62 @@ async fn http_calls_racing_a_provider_closing_idle_connections_are_never_parked(
     assert!(p.idle_closes() > 0, "the provider never closed an idle connection");
 }
 
+/// 500 calls of an action that is not idempotent, 10 callers at a time, each
+/// pausing a random 0 to 10ms before each of its calls, through a provider that
+/// closes connections idle for a random 1 to 6ms: the outcomes by key, the keys
+/// the provider received with how many times each, and its idle closes.
+async fn race_random_closes(seed: u64) -> (Vec<(String, Outcome)>, BTreeMap<String, usize>, usize) {
+    let idle = Duration::from_millis(1)..=Duration::from_millis(6);
+    let p = Provider::closing_at_random(seed, idle, |_, _| Reply::status(200));
+    let d = Arc::new(driver(&p.url(), "max_in_flight: 32", ""));
+    let random = RandomSource::from_seed(seed);
+    let tasks: Vec<_> = (0..10i64)
+        .map(|t| {
+            let pauses: Vec<u64> = random.with(|r| (0..50).map(|_| r.random_range(0..=10)).collect());
+            let d = d.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for (n, pause) in (0i64..).zip(pauses) {
+                    // The load's shape: calls land at every moment of the provider's closes.
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    let delivery = t * 100 + n;
+                    outcomes.push((delivery.to_string(), d.call(request(delivery, 1)).await));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.extend(t.await.expect("caller"));
+    }
+    let mut received = BTreeMap::new();
+    for r in p.received() {
+        *received.entry(r.header("idempotency-key").unwrap_or_default().to_string()).or_insert(0) += 1;
+    }
+    (outcomes, received, p.idle_closes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_a_provider_closing_idle_connections_at_random_moments_gets_every_call_once() {
+    for seed in [1, 2] {
+        let (outcomes, received, closes) = race_random_closes(seed).await;
+        assert_eq!(outcomes.len(), 500);
+        assert!(closes >= 20, "seed {seed}: the provider closed only {closes} idle connections");
+        let unknown = |o: &Outcome| o.failure().is_some_and(|f| f.kind == FailureKind::OutcomeUnknown);
+        let parked_unread: Vec<&(String, Outcome)> =
+            outcomes.iter().filter(|(key, o)| unknown(o) && !received.contains_key(key)).collect();
+        assert!(parked_unread.is_empty(), "seed {seed}: outcome_unknown though never received: {parked_unread:?}");
+        let twice: Vec<(&String, &usize)> = received.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(twice.is_empty(), "seed {seed}: received more than once: {twice:?}");
+        // The provider answers every request it reads: every call succeeds.
+        let not_ok: Vec<&(String, Outcome)> =
+            outcomes.iter().filter(|(_, o)| !matches!(o, Outcome::Succeeded { .. })).collect();
+        assert!(not_ok.is_empty(), "seed {seed}: {} of 500 did not succeed: {not_ok:?}", not_ok.len());
+        assert_eq!(received.len(), 500);
+    }
+}
+
 #[tokio::test]
 async fn http_no_answer_is_outcome_unknown_for_a_non_idempotent_action() {
     let p = Provider::always(Reply::Hang);
@@ -496,6 +555,37 @@ async fn http_the_in_flight_limit_holds_under_50_concurrent_calls() {
     assert_eq!(p.count(), 50);
     assert_eq!(p.max_concurrent(), 3);
     assert!(p.connections() <= 3, "{} connections", p.connections());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn http_a_call_that_waits_for_its_slot_past_the_run_limit_is_deadline_exceeded_never_sent() {
+    // One call at a time, each answered after 3s; the run's limit is 1s.
+    let p = Provider::always(Reply::After(Duration::from_millis(3_000), Box::new(Reply::status(200))));
+    let d = Arc::new(driver_for(&program(&p.url(), "timeout: 10s\n max_in_flight: 1", "", "1s")));
+    let first = tokio::spawn({
+        let d = d.clone();
+        async move { d.call(request(1, 1)).await }
+    });
+    let start = Instant::now();
+    while p.count() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the first call never reached the provider");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The second waits for the slot the first holds past its own limit: it ends
+    // at its limit as `deadline_exceeded`, never sent.
+    let exceeded = failed(FailureKind::DeadlineExceeded, "deadline_exceeded", None, None);
+    let t = Instant::now();
+    assert_eq!(d.call(request(2, 1)).await, exceeded);
+    assert!((Duration::from_millis(1_000)..Duration::from_millis(1_900)).contains(&t.elapsed()), "{:?}", t.elapsed());
+    // A caller that tells the limit (as the run does, counted from the claim)
+    // has the wait end there.
+    let t = Instant::now();
+    assert_eq!(d.call_marked(request(3, 1), SendMark::with_time_left(300)).await, exceeded);
+    assert!(t.elapsed() < Duration::from_millis(900), "{:?}", t.elapsed());
+    assert_eq!(first.await.expect("first call"), Outcome::Succeeded { http_status: Some(200) });
+    let keys: Vec<String> =
+        p.received().iter().map(|r| r.header("idempotency-key").unwrap_or_default().into()).collect();
+    assert_eq!(keys, vec!["1"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

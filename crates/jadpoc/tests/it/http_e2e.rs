@@ -4,6 +4,8 @@
 use crate::http_server;
 
 use http_server::{Provider, Reply, refused_url};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -295,6 +297,41 @@ fn http_e2e_the_run_time_limit_is_deadline_exceeded_for_an_idempotent_call() {
 }
 
 #[test]
+fn http_e2e_a_delivery_waiting_for_its_slot_past_the_run_limit_is_deadline_exceeded_never_sent() {
+    // One call at a time, each answered after 700ms, and a run limit of 1s: of 4
+    // deliveries the first runs alone (the connection has not answered yet), then
+    // the others are claimed together, and the last of them waits for its slot
+    // until its limit passes.
+    let p = Provider::always(Reply::After(Duration::from_millis(700), Box::new(Reply::status(200))));
+    let e = env_limited(&p.url(), "timeout: 10s\n    max_in_flight: 1", "", "1s");
+    e.emit_paid(4);
+    let (list, _) = e.run_until_with(&[], &[], |l| {
+        l.len() == 4 && l.iter().all(|d| d["attempts"].as_i64() >= Some(1) && state(d) != "running")
+    });
+    let received = keys(&p);
+    let mut exceeded = 0;
+    for d in &list {
+        let first = &e.history(d)[0];
+        let key = d["id"].to_string();
+        match (first["outcome"].as_str(), first["kind"].as_str()) {
+            (Some("succeeded"), _) => {
+                let ms = first["duration_ms"].as_i64().expect("ms");
+                assert!(ms <= 1_000, "delivery {key} succeeded after {ms}ms, past its limit");
+            }
+            (_, Some("deadline_exceeded")) => {
+                exceeded += 1;
+                assert_eq!(state(d), "pending", "retried: {d:#?}");
+                assert!(!received.contains_key(&key), "delivery {key} ended `deadline_exceeded` but was sent");
+            }
+            // Sent when its slot came, and in flight at its limit.
+            (_, Some("outcome_unknown")) => assert_eq!(received.get(&key), Some(&1)),
+            other => panic!("delivery {key}: {other:?}"),
+        }
+    }
+    assert!(exceeded >= 1, "no delivery waited past its limit: {list:#?}");
+}
+
+#[test]
 fn http_e2e_the_run_time_limit_is_deadline_exceeded_when_nothing_was_sent() {
     // A listener whose accept queue is full: no connection is made, so the call
     // never left when the run's limit passes.
@@ -335,17 +372,47 @@ fn http_e2e_a_provider_closing_idle_connections_gets_every_call_once_and_none_is
             sent += 1;
         }
     }
+    expect_each_delivered_once(&e, run, &p, 500);
+}
+
+#[test]
+fn http_e2e_a_provider_closing_idle_connections_at_random_moments_gets_every_call_once() {
+    // 500 deliveries, each posted a random 0 to 8ms after the last, through a
+    // provider closing connections idle for a random 1 to 6ms: calls are made at
+    // every moment of its closes.
+    let p =
+        Provider::closing_at_random(3, Duration::from_millis(1)..=Duration::from_millis(6), |_, _| Reply::status(200));
+    let e = env(&p.url(), "", "");
+    let run = e.start_run(&["--listen", "0"], &[]);
+    let addr = wait_for_listen(&run.log);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for n in 0..500 {
+        // The load's shape, not a wait for a condition.
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..=8)));
+        post_paid(&addr, n);
+    }
+    expect_each_delivered_once(&e, run, &p, 500);
+}
+
+/// Waits for `n` deliveries to succeed, none parked meanwhile, then stops the run:
+/// the provider received each once, and closed idle connections.
+fn expect_each_delivered_once(e: &Env, run: common::Running, p: &Provider, n: usize) {
     let start = std::time::Instant::now();
     let mut list = e.deliveries();
-    while list.iter().filter(|d| state(d) == "succeeded").count() < 500 {
-        assert!(list.iter().all(|d| state(d) != "parked"), "a delivery was parked: {list:#?}");
+    while list.iter().filter(|d| state(d) == "succeeded").count() < n {
+        let parked: Vec<(&Value, bool)> = list
+            .iter()
+            .filter(|d| state(d) == "parked")
+            .map(|d| (&d["id"], keys(p).contains_key(&d["id"].to_string())))
+            .collect();
+        assert!(parked.is_empty(), "parked (id, whether the provider received it): {parked:?}");
         assert!(start.elapsed() < Duration::from_secs(60), "not all delivered");
         std::thread::sleep(Duration::from_millis(100));
         list = e.deliveries();
     }
     common::stop(run);
-    let counts = keys(&p);
-    assert_eq!(counts.len(), 500);
+    let counts = keys(p);
+    assert_eq!(counts.len(), n);
     assert!(counts.values().all(|n| *n == 1), "a key was received twice");
     assert!(p.idle_closes() > 0, "the provider never closed an idle connection");
 }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -64,6 +66,35 @@ impl Reply {
 
 type Script = dyn Fn(usize, &Received) -> Reply + Send + Sync;
 
+/// How the provider closes an idle connection. The last two stop reading first
+/// and end the stream a moment later: on a network the provider's end of the
+/// stream reaches the client that much after it stopped reading, and a request
+/// sent meanwhile arrives unread.
+#[derive(Debug, Clone, Copy)]
+enum Close {
+    /// Shuts both sides down, then closes.
+    Both,
+    /// Closes after `after`.
+    Drop { after: Duration },
+    /// Shuts its sending side down after `after` (the client sees the end of the
+    /// stream), and closes `then` later (a request that came meanwhile unread), as
+    /// Python's `socketserver` does.
+    WriteThenDrop { after: Duration, then: Duration },
+}
+
+/// When the provider closes a keep-alive connection waiting for its next request.
+#[derive(Debug, Clone, Copy)]
+enum IdleClose {
+    /// Never.
+    Never,
+    /// Once it has been idle this long, as nginx's `keepalive_timeout`.
+    After(Duration),
+    /// After an idle time drawn anew for each wait from `idle`, by a generator
+    /// seeded with `seed` and the connection's number, closing in one of the ways
+    /// of [`Close`], drawn too.
+    AtRandom { seed: u64, idle: (Duration, Duration) },
+}
+
 /// A running provider; it lives until the test process ends.
 #[derive(Clone)]
 pub struct Provider {
@@ -72,15 +103,14 @@ pub struct Provider {
     connections: Arc<AtomicUsize>,
     busy: Arc<AtomicUsize>,
     max_busy: Arc<AtomicUsize>,
-    /// Close a keep-alive connection idle this long (none: keep it).
-    idle_close: Option<Duration>,
+    idle_close: IdleClose,
     idle_closes: Arc<AtomicUsize>,
 }
 
 impl Provider {
     /// Start a provider answering request `n` (from 0) with `script(n, request)`.
     pub fn start(script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static) -> Provider {
-        Provider::start_with(None, script)
+        Provider::start_with(IdleClose::Never, script)
     }
 
     /// A provider that closes keep-alive connections left idle for `idle`, as
@@ -89,11 +119,24 @@ impl Provider {
         idle: Duration,
         script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
     ) -> Provider {
-        Provider::start_with(Some(idle), script)
+        Provider::start_with(IdleClose::After(idle), script)
+    }
+
+    /// A provider that closes keep-alive connections at random moments while they
+    /// wait for a request, after an idle time drawn from `idle` for each wait
+    /// (seeded: the same draws for the same seed and the same traffic), as
+    /// servers and load balancers with short or varying idle timeouts do. It
+    /// never closes a connection before its first request.
+    pub fn closing_at_random(
+        seed: u64,
+        idle: std::ops::RangeInclusive<Duration>,
+        script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
+    ) -> Provider {
+        Provider::start_with(IdleClose::AtRandom { seed, idle: idle.into_inner() }, script)
     }
 
     fn start_with(
-        idle_close: Option<Duration>,
+        idle_close: IdleClose,
         script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
     ) -> Provider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -157,9 +200,31 @@ impl Provider {
         let mut out = write_half;
         let mut reader = BufReader::new(stream);
         let mut first = true;
+        let seed = match self.idle_close {
+            IdleClose::AtRandom { seed, .. } => seed,
+            _ => 0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_add(connection as u64));
         loop {
             let mut line = String::new();
-            if let Some(idle) = self.idle_close.filter(|_| !first) {
+            let (idle, close) = match self.idle_close {
+                _ if first => (None, Close::Both),
+                IdleClose::Never => (None, Close::Both),
+                IdleClose::After(idle) => (Some(idle), Close::Both),
+                IdleClose::AtRandom { idle: (shortest, longest), .. } => {
+                    let micros = |d: Duration| u64::try_from(d.as_micros()).expect("µs").max(1);
+                    let idle = Duration::from_micros(rng.random_range(micros(shortest)..=micros(longest)));
+                    let kind = rng.random_range(0..3);
+                    let mut moment = || Duration::from_micros(rng.random_range(0..=3_000));
+                    let close = match kind {
+                        0 => Close::Both,
+                        1 => Close::Drop { after: moment() },
+                        _ => Close::WriteThenDrop { after: moment(), then: moment() },
+                    };
+                    (Some(idle), close)
+                }
+            };
+            if let Some(idle) = idle {
                 let _ = reader.get_ref().set_read_timeout(Some(idle));
             }
             first = false;
@@ -167,9 +232,20 @@ impl Provider {
                 Ok(0) => return,
                 Ok(_) => {}
                 Err(_) => {
-                    // Idle too long: close, as a server with a keep-alive timeout does.
+                    // Idle too long: close, as a server with a keep-alive timeout
+                    // does. Whatever arrived meanwhile was never read.
                     self.idle_closes.fetch_add(1, Ordering::SeqCst);
-                    let _ = out.shutdown(std::net::Shutdown::Both);
+                    match close {
+                        Close::Both => {
+                            let _ = out.shutdown(std::net::Shutdown::Both);
+                        }
+                        Close::Drop { after } => std::thread::sleep(after),
+                        Close::WriteThenDrop { after, then } => {
+                            std::thread::sleep(after);
+                            let _ = out.shutdown(std::net::Shutdown::Write);
+                            std::thread::sleep(then);
+                        }
+                    }
                     return;
                 }
             }
