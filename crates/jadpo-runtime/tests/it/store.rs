@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::fixture::{self, Fixture, SqliteFile};
-use common::{T0, TIMEOUT_MS, claim, claim_with, event};
+use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
@@ -436,7 +436,30 @@ fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
+fn a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&[event(1), event(2)], T0).unwrap();
+    let first = store.deliveries(&DeliveryFilter::default()).unwrap()[0].id;
+    for bad in [-1, i64::from(u32::MAX) + 1] {
+        f.set_attempts_behind(first, bad);
+        let expected = format!(
+            "corrupt store row: delivery {first} has `{bad}` in `attempts`, which holds a count from 0 to 4294967295"
+        );
+        let claimed = try_claim(&*store, T0, 10, Budget::default()).map(|r| r.changed());
+        assert_eq!(claimed.map_err(|e| e.to_string()), Err(expected.clone()), "a budget read as fresh");
+        let listed = store.deliveries(&DeliveryFilter::default()).map(|l| l.len());
+        assert_eq!(listed.map_err(|e| e.to_string()), Err(expected.clone()));
+        let shown = store.delivery(first).map(|d| d.is_some());
+        assert_eq!(shown.map_err(|e| e.to_string()), Err(expected.clone()));
+        let retried = store.retry(&[first], T0).map(|r| r.len());
+        assert_eq!(retried.map_err(|e| e.to_string()), Err(expected));
+        assert_eq!(f.delivery_behind(first), ("pending".to_string(), bad), "left as it is");
+        assert_eq!(f.delivery_behind(first + 1), ("pending".to_string(), 0), "the failed claim changed nothing");
+    }
+}
+
 crate::common::on_every_store!(
+    a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing,
     emit_claim_and_record_a_success,
     a_retryable_failure_is_pending_again_with_its_failure_kept,
     an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses,
@@ -450,6 +473,21 @@ crate::common::on_every_store!(
     each_attempt_keeps_its_failure_reason,
     a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
 );
+
+#[test]
+fn a_count_stored_as_another_type_is_an_error_naming_its_row() {
+    let (_dir, path) = temp_db();
+    let store = SqliteStore::open(&path).unwrap();
+    store.emit(&[event(1)], T0).unwrap();
+    // SQLite keeps a value of any type in any column.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE jadpo_deliveries SET attempts = 'many' WHERE id = 1", []).unwrap();
+    let err = store.deliveries(&DeliveryFilter::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "corrupt store row: delivery 1 has the text `many` in `attempts`, which holds a count from 0 to 4294967295"
+    );
+}
 
 /// A folder made read-only for real: a small filesystem remounted read-only when
 /// running as root (who ignores permissions), else permissions taken away.

@@ -30,7 +30,7 @@ mod schedules;
 pub mod schema;
 pub mod sharing;
 
-use super::columns::{failure_of, state_of, u32_of};
+use super::columns::{RowOf, count_of, failure_of, state_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,

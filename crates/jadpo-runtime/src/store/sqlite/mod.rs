@@ -27,7 +27,7 @@ mod sharing;
 
 pub use schema::APPLICATION_ID;
 
-use super::columns::{failure_of, state_of, u32_of};
+use super::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use super::{
     Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
@@ -36,6 +36,7 @@ use super::{
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -210,6 +211,20 @@ fn read_only_place(path: &Path) -> bool {
         || file.is_err_and(|e| {
             matches!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied)
         })
+}
+
+/// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
+/// keeps a value of any type in any column, and one that is not an integer is
+/// as corrupt as a negative count.
+fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, StoreError> {
+    let found = match r.get_ref(column)? {
+        ValueRef::Integer(v) => return count_of(v, row, column),
+        ValueRef::Null => "no value".to_string(),
+        ValueRef::Real(v) => format!("`{v}`"),
+        ValueRef::Text(t) => format!("the text `{}`", String::from_utf8_lossy(t)),
+        ValueRef::Blob(b) => format!("a blob of {} bytes", b.len()),
+    };
+    Err(not_a_count(row, column, &found, T::MAX))
 }
 
 /// `path` for a `file:` URI: `%`, `?` and `#` escaped.
