@@ -141,6 +141,29 @@ fn store_migrate_emit_run_and_list_on_postgres() {
 }
 
 #[test]
+fn store_listings_work_on_a_read_only_postgres_database_and_emit_says_read_only() {
+    let Some(pg) = PgDb::new() else { return };
+    let mut e = Env::new("unused.db", program);
+    e.db = PathBuf::from(&pg.url);
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p1"}"#, "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut c = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    c.batch_execute(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', \
+         current_database()); END $$",
+    )
+    .expect("make the database read-only");
+    assert_eq!(e.deliveries().len(), 1);
+    assert_eq!(e.status()["states"]["pending"], 1);
+    let out = e.jadpoc(&["breakers", "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = e.jadpoc(&["emit", e.prog(), "Paid", r#"{"id": "p2"}"#, "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err, format!("jadpoc: the store `{}` is read-only; no change was made\n", pg.url));
+}
+
+#[test]
 fn store_three_runs_on_one_postgres_database_run_each_delivery_once() {
     let Some(pg) = PgDb::new() else { return };
     let mut e = Env::new("unused.db", program);
