@@ -170,10 +170,13 @@ pub enum StoreError {
         known: i64,
     },
     /// The store's schema is older than what a command that only reads needs (it
-    /// creates and changes nothing, so it cannot bring it up to date).
+    /// creates and changes nothing, so it cannot bring it up to date): the
+    /// migrations it lacks, and the command that applies them.
     #[error(
-        "`{path}` has schema version {found}; reading it needs version {needs} or newer: \
-         `jadpoc migrate` (or `jadpoc run`, `jadpoc emit`) brings it up to date"
+        "`{path}` has schema version {found}, older than this jadpoc reads (version {needs} or newer): \
+         `jadpoc migrate --db '{path}'` applies migrations {first} to {known} (`--print` shows their SQL \
+         first), as `jadpoc run` and `jadpoc emit` do",
+        first = .found + 1
     )]
     TooOld {
         /// The store given.
@@ -182,6 +185,8 @@ pub enum StoreError {
         found: i64,
         /// The oldest version the reads know.
         needs: i64,
+        /// The newest version this build knows, which `jadpoc migrate` brings it to.
+        known: i64,
     },
     /// The database stayed locked by another process past every retry.
     #[error("the store stayed locked for {waited_s}s; no change was made")]

@@ -164,6 +164,50 @@ fn store_listings_work_on_a_read_only_postgres_database_and_emit_says_read_only(
 }
 
 #[test]
+fn store_reads_of_an_older_postgres_schema_name_the_migrations_and_the_command_that_applies_them() {
+    let Some(pg) = PgDb::new() else { return };
+    let e = Env::new("unused.db", program);
+    let on_ops = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--db", &pg.url, "--schema", "ops"]);
+        e.jadpoc(&all)
+    };
+    // The schema as a build from before the events' migration (version 3) left
+    // it: the printed migrations up to version 2, and an event of that build.
+    let out = on_ops(&["migrate", "--print"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sql = String::from_utf8_lossy(&out.stdout);
+    let (up_to_2, _) = sql.split_once("\n-- version 3\n").expect("a third migration");
+    let mut c = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    c.batch_execute(up_to_2).expect("version 2");
+    c.batch_execute("INSERT INTO ops.events (name, payload, emitted_at) VALUES ('Paid', '{\"id\": \"p1\"}', 0)")
+        .expect("an event");
+    let url = format!("{}?schema=ops", pg.url);
+    let known = jadpo_runtime::store::postgres::schema::VERSION;
+    let needs = jadpo_runtime::store::postgres::schema::READS_NEED;
+    for command in [&["events"][..], &["status"], &["deliveries"], &["breakers"], &["events", "show", "1"]] {
+        let out = on_ops(command);
+        assert_eq!(out.status.code(), Some(2), "{command:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "jadpoc: `{url}` has schema version 2, older than this jadpoc reads (version {needs} or newer): \
+                 `jadpoc migrate --db '{url}'` applies migrations 3 to {known} (`--print` shows their SQL first), \
+                 as `jadpoc run` and `jadpoc emit` do\n"
+            ),
+            "{command:?}"
+        );
+    }
+    // The command it names does it.
+    let out = e.jadpoc(&["migrate", "--db", &url]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = on_ops(&["events", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(events.as_array().map(Vec::len), Some(1));
+}
+
+#[test]
 fn store_three_runs_on_one_postgres_database_run_each_delivery_once() {
     let Some(pg) = PgDb::new() else { return };
     let mut e = Env::new("unused.db", program);
