@@ -86,14 +86,12 @@ impl SqliteStore {
         let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
-            // A store in a folder we cannot write to: its write-ahead log's index
-            // cannot be made, and no writer can be changing it from here, so it
-            // is read as it is on disk.
-            Err(e) if options.access == Access::ReadOnly && busy::cannot_open(&e) => {
-                let uri = format!("file:{}?immutable=1", uri_path(path));
-                let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
-                    .map_err(|e| open_error(&store.path, e))?;
-                store.conn = Mutex::new(conn);
+            // SQLite reads a store in WAL mode through its log (`-wal`) and the
+            // log's index (`-shm`), which it makes beside the file when they are
+            // missing; in a folder this process cannot write to it cannot, and
+            // refuses the store as read-only (or as a file it cannot open).
+            Err(e) if options.access == Access::ReadOnly && (busy::cannot_open(&e) || is_read_only(&e)) => {
+                store.conn = Mutex::new(open_as_on_disk(path, flags, &store.path)?);
                 store.version = store.prepare(true, options.access)?;
             }
             Err(e) if busy::cannot_open(&e) && read_only_place(path) => {
@@ -196,6 +194,40 @@ impl SqliteStore {
     fn has_event_states(&self) -> bool {
         self.version >= schema::VERSION_WITH_EVENT_STATES
     }
+}
+
+fn is_read_only(e: &StoreError) -> bool {
+    matches!(e, StoreError::ReadOnly { .. })
+}
+
+/// A read-only connection to the store at `path` for a process that cannot make
+/// the store's log or its index: the file read as it is on disk
+/// (`immutable=1`), which is all of the store when no log is beside it. A
+/// process with the store open keeps its log there (the last one to close folds
+/// the log into the file and removes it), so with none there nothing is being
+/// written. A log left beside the file (a copy taken while a process had the
+/// store open) may hold commits the file lacks, and is refused, saying what
+/// reads it: its index can only be made where the folder can be written to.
+fn open_as_on_disk(path: &Path, flags: OpenFlags, shown: &str) -> Result<Connection, StoreError> {
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = |suffix: &str| format!("{}{suffix}", path.file_name().unwrap_or_default().to_string_lossy());
+        return Err(open_error(
+            shown,
+            format!(
+                "its write-ahead log `{shown}-wal` may hold changes the file lacks, and it is read through an index \
+                 (`{shown}-shm`) that cannot be made in the folder `{}`; read the store where its folder can be \
+                 written to (copy `{}` with `{}`), or as a user who may write to the folder",
+                folder.display(),
+                name(""),
+                name("-wal"),
+            ),
+        ));
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI).map_err(|e| open_error(shown, e))
 }
 
 /// Whether the store's file or folder cannot be written to (opening a file for
