@@ -3,7 +3,9 @@
 
 use crate::clock::rfc3339;
 use crate::rules::breaker::Pause;
-use crate::store::{AttemptView, BreakerView, DeliveryView, EventView, PruneCounts, StatusView};
+use crate::store::{
+    AttemptView, BreakerAction, BreakerView, DeliveryView, EventView, PauseAction, PruneCounts, StatusView,
+};
 use serde_json::{Map, Value, json};
 
 /// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
@@ -230,6 +232,41 @@ pub fn breaker_line(b: &BreakerView) -> String {
     }
     if let Some(p) = &r.pause {
         line.push_str(&format!("  {}", pause_text(p)));
+    }
+    line
+}
+
+/// An operator's action on a connection: `{"connection", "action": "pause" |
+/// "resume" | "pause_ended", "at", "by", "reason", "until"}` (`until` the end a
+/// pause was given with `--for`, else null).
+pub fn breaker_action_json(a: &BreakerAction) -> Value {
+    json!({
+        "connection": a.connection,
+        "action": a.action.as_str(),
+        "at": rfc3339(a.at_ms),
+        "by": a.by,
+        "reason": a.reason,
+        "until": a.until_ms.map(rfc3339),
+    })
+}
+
+/// One line per operator's action for people: `T  CONN  paused by NAME until
+/// T: REASON`, `T  CONN  resumed by NAME: REASON`, `T  CONN  pause by NAME ended`.
+pub fn breaker_action_line(a: &BreakerAction) -> String {
+    let mut line = format!("{}  {}  ", rfc3339(a.at_ms), a.connection);
+    match a.action {
+        PauseAction::Pause => {
+            line.push_str(&format!("paused by {}", a.by));
+            match a.until_ms {
+                Some(until) => line.push_str(&format!(" until {}", rfc3339(until))),
+                None => line.push_str(" until resumed"),
+            }
+        }
+        PauseAction::Resume => line.push_str(&format!("resumed by {}", a.by)),
+        PauseAction::Ended => line.push_str(&format!("pause by {} ended", a.by)),
+    }
+    if let Some(r) = &a.reason {
+        line.push_str(&format!(": {r}"));
     }
     line
 }

@@ -2,7 +2,7 @@
 //! every store: an unknown word or an impossible count in a column is a corrupt
 //! store, never a panic, and never a value made up in its place.
 
-use super::StoreError;
+use super::{PauseAction, StoreError};
 use crate::rules::Failure;
 use jadpo_check::program::{DeliveryState, FailureKind};
 
@@ -25,6 +25,11 @@ pub(super) fn failure_of(
         }
         _ => Ok(None),
     }
+}
+
+/// An operator's action from its stored word.
+pub(super) fn pause_action_of(word: &str) -> Result<PauseAction, StoreError> {
+    PauseAction::parse(word).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker action `{word}`")))
 }
 
 /// The row a stored value was read from, as an error about it names it.

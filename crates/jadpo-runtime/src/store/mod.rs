@@ -563,6 +563,9 @@ pub enum PauseAction {
 }
 
 impl PauseAction {
+    /// Every action, in the order the words are documented.
+    pub const ALL: [PauseAction; 3] = [PauseAction::Pause, PauseAction::Resume, PauseAction::Ended];
+
     /// The word stored.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -571,6 +574,29 @@ impl PauseAction {
             PauseAction::Ended => "pause_ended",
         }
     }
+
+    /// The action whose stored word is `word`.
+    pub fn parse(word: &str) -> Option<PauseAction> {
+        PauseAction::ALL.into_iter().find(|a| a.as_str() == word)
+    }
+}
+
+/// An operator's action on a connection as the store kept it, for `jadpoc
+/// breakers history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerAction {
+    /// The connection.
+    pub connection: String,
+    /// What was done.
+    pub action: PauseAction,
+    /// When.
+    pub at_ms: i64,
+    /// Who (for a pause's end, who paused).
+    pub by: String,
+    /// Why, when given.
+    pub reason: Option<String>,
+    /// When a pause given `--for` was to end.
+    pub until_ms: Option<i64>,
 }
 
 /// What an operator's resume did.
@@ -816,6 +842,10 @@ pub trait Store: Send + Sync {
 
     /// Whether the store knows `connection`: a breaker row or a delivery through it.
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
+
+    /// Every pause, resume and end of a pause kept, oldest first; only
+    /// `connection`'s when given.
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError>;
 
     // Retention.
 

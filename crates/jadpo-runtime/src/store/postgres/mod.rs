@@ -32,10 +32,10 @@ pub mod sharing;
 
 use super::columns::{RowOf, count_of, failure_of, state_of};
 use super::{
-    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError, UnexpandedEvent,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -351,6 +351,10 @@ impl Store for PgStore {
 
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
         self.with_client(|c, s| pauses::knows_connection(c, s, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.with_client(|c, s| pauses::history(c, s, connection))
     }
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {

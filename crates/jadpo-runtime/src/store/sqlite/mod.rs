@@ -29,10 +29,10 @@ pub use schema::APPLICATION_ID;
 
 use super::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use super::{
-    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError, UnexpandedEvent,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
@@ -348,6 +348,13 @@ impl Store for SqliteStore {
 
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
         self.with_retry(|conn| pauses::knows_connection(conn, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        if !self.has_pauses() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| pauses::history(conn, connection))
     }
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
