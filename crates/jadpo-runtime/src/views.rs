@@ -185,15 +185,19 @@ pub fn pause_json(p: &Pause) -> Value {
 
 /// An operator's pause for people: `paused by NAME at T until T: REASON`.
 pub fn pause_text(p: &Pause) -> String {
-    let mut out = format!("paused by {} at {}", p.by, rfc3339(p.at_ms));
-    match p.until_ms {
-        Some(until) => out.push_str(&format!(" until {}", rfc3339(until))),
-        None => out.push_str(" until resumed"),
-    }
+    let mut out = format!("paused by {} at {} {}", p.by, rfc3339(p.at_ms), until_text(p.until_ms));
     if let Some(r) = &p.reason {
         out.push_str(&format!(": {r}"));
     }
     out
+}
+
+/// When a pause ends: `until T`, or `until resumed` for one with no end.
+fn until_text(until_ms: Option<i64>) -> String {
+    match until_ms {
+        Some(until) => format!("until {}", rfc3339(until)),
+        None => "until resumed".to_string(),
+    }
 }
 
 /// A breaker: `{"connection", "state", "failures_in_a_row", "opened_at",
@@ -255,13 +259,7 @@ pub fn breaker_action_json(a: &BreakerAction) -> Value {
 pub fn breaker_action_line(a: &BreakerAction) -> String {
     let mut line = format!("{}  {}  ", rfc3339(a.at_ms), a.connection);
     match a.action {
-        PauseAction::Pause => {
-            line.push_str(&format!("paused by {}", a.by));
-            match a.until_ms {
-                Some(until) => line.push_str(&format!(" until {}", rfc3339(until))),
-                None => line.push_str(" until resumed"),
-            }
-        }
+        PauseAction::Pause => line.push_str(&format!("paused by {} {}", a.by, until_text(a.until_ms))),
         PauseAction::Resume => line.push_str(&format!("resumed by {}", a.by)),
         PauseAction::Ended => line.push_str(&format!("pause by {} ended", a.by)),
     }

@@ -74,7 +74,7 @@ pub(super) fn count_of<T: Count>(value: i64, row: RowOf<'_>, column: &str) -> Re
     T::try_from(value).map_err(|_| not_a_count(row, column, &format!("`{value}`"), T::MAX))
 }
 
-/// The error for a count column holding `found` (`T::MAX` the largest accepted).
+/// The error for a count column holding `found`, where counts from 0 to `max` are accepted.
 pub(super) fn not_a_count(row: RowOf<'_>, column: &str, found: &str, max: i64) -> StoreError {
     StoreError::Corrupt(format!("{row} has {found} in `{column}`, which holds a count from 0 to {max}"))
 }

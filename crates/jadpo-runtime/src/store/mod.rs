@@ -563,7 +563,7 @@ pub enum PauseAction {
 }
 
 impl PauseAction {
-    /// Every action, in the order the words are documented.
+    /// Every action.
     pub const ALL: [PauseAction; 3] = [PauseAction::Pause, PauseAction::Resume, PauseAction::Ended];
 
     /// The word stored.

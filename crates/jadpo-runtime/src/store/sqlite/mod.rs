@@ -90,7 +90,10 @@ impl SqliteStore {
             // log's index (`-shm`), which it makes beside the file when they are
             // missing; in a folder this process cannot write to it cannot, and
             // refuses the store as read-only (or as a file it cannot open).
-            Err(e) if options.access == Access::ReadOnly && (busy::cannot_open(&e) || is_read_only(&e)) => {
+            Err(e)
+                if options.access == Access::ReadOnly
+                    && (busy::cannot_open(&e) || matches!(e, StoreError::ReadOnly { .. })) =>
+            {
                 store.conn = Mutex::new(open_as_on_disk(path, flags, &store.path)?);
                 store.version = store.prepare(true, options.access)?;
             }
@@ -196,10 +199,6 @@ impl SqliteStore {
     }
 }
 
-fn is_read_only(e: &StoreError) -> bool {
-    matches!(e, StoreError::ReadOnly { .. })
-}
-
 /// A read-only connection to the store at `path` for a process that cannot make
 /// the store's log or its index: the file read as it is on disk
 /// (`immutable=1`), which is all of the store when no log is beside it. A
@@ -213,16 +212,14 @@ fn open_as_on_disk(path: &Path, flags: OpenFlags, shown: &str) -> Result<Connect
     log.push("-wal");
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
         let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = |suffix: &str| format!("{}{suffix}", path.file_name().unwrap_or_default().to_string_lossy());
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
         return Err(open_error(
             shown,
             format!(
                 "its write-ahead log `{shown}-wal` may hold changes the file lacks, and it is read through an index \
                  (`{shown}-shm`) that cannot be made in the folder `{}`; read the store where its folder can be \
-                 written to (copy `{}` with `{}`), or as a user who may write to the folder",
+                 written to (copy `{file}` with `{file}-wal`), or as a user who may write to the folder",
                 folder.display(),
-                name(""),
-                name("-wal"),
             ),
         ));
     }
