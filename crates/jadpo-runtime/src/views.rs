@@ -3,7 +3,9 @@
 
 use crate::clock::rfc3339;
 use crate::rules::breaker::Pause;
-use crate::store::{AttemptView, BreakerView, DeliveryView, EventView, PruneCounts, StatusView};
+use crate::store::{
+    AttemptView, BreakerAction, BreakerView, DeliveryView, EventView, PauseAction, PruneCounts, StatusView,
+};
 use serde_json::{Map, Value, json};
 
 /// A delivery: `{"id", "event_id", "event", "subscriber", "connection", "state",
@@ -183,15 +185,19 @@ pub fn pause_json(p: &Pause) -> Value {
 
 /// An operator's pause for people: `paused by NAME at T until T: REASON`.
 pub fn pause_text(p: &Pause) -> String {
-    let mut out = format!("paused by {} at {}", p.by, rfc3339(p.at_ms));
-    match p.until_ms {
-        Some(until) => out.push_str(&format!(" until {}", rfc3339(until))),
-        None => out.push_str(" until resumed"),
-    }
+    let mut out = format!("paused by {} at {} {}", p.by, rfc3339(p.at_ms), until_text(p.until_ms));
     if let Some(r) = &p.reason {
         out.push_str(&format!(": {r}"));
     }
     out
+}
+
+/// When a pause ends: `until T`, or `until resumed` for one with no end.
+fn until_text(until_ms: Option<i64>) -> String {
+    match until_ms {
+        Some(until) => format!("until {}", rfc3339(until)),
+        None => "until resumed".to_string(),
+    }
 }
 
 /// A breaker: `{"connection", "state", "failures_in_a_row", "opened_at",
@@ -230,6 +236,35 @@ pub fn breaker_line(b: &BreakerView) -> String {
     }
     if let Some(p) = &r.pause {
         line.push_str(&format!("  {}", pause_text(p)));
+    }
+    line
+}
+
+/// An operator's action on a connection: `{"connection", "action": "pause" |
+/// "resume" | "pause_ended", "at", "by", "reason", "until"}` (`until` the end a
+/// pause was given with `--for`, else null).
+pub fn breaker_action_json(a: &BreakerAction) -> Value {
+    json!({
+        "connection": a.connection,
+        "action": a.action.as_str(),
+        "at": rfc3339(a.at_ms),
+        "by": a.by,
+        "reason": a.reason,
+        "until": a.until_ms.map(rfc3339),
+    })
+}
+
+/// One line per operator's action for people: `T  CONN  paused by NAME until
+/// T: REASON`, `T  CONN  resumed by NAME: REASON`, `T  CONN  pause by NAME ended`.
+pub fn breaker_action_line(a: &BreakerAction) -> String {
+    let mut line = format!("{}  {}  ", rfc3339(a.at_ms), a.connection);
+    match a.action {
+        PauseAction::Pause => line.push_str(&format!("paused by {} {}", a.by, until_text(a.until_ms))),
+        PauseAction::Resume => line.push_str(&format!("resumed by {}", a.by)),
+        PauseAction::Ended => line.push_str(&format!("pause by {} ended", a.by)),
+    }
+    if let Some(r) = &a.reason {
+        line.push_str(&format!(": {r}"));
     }
     line
 }

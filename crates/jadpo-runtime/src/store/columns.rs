@@ -1,7 +1,8 @@
 //! Reading a stored row's columns back into the runtime's types, the same for
-//! every store: an unknown word in a column is a corrupt store, never a panic.
+//! every store: an unknown word or an impossible count in a column is a corrupt
+//! store, never a panic, and never a value made up in its place.
 
-use super::StoreError;
+use super::{PauseAction, StoreError};
 use crate::rules::Failure;
 use jadpo_check::program::{DeliveryState, FailureKind};
 
@@ -26,7 +27,54 @@ pub(super) fn failure_of(
     }
 }
 
-/// A count stored as an integer; a negative or oversized one reads as 0.
-pub(super) fn u32_of(v: i64) -> u32 {
-    u32::try_from(v).unwrap_or(0)
+/// An operator's action from its stored word.
+pub(super) fn pause_action_of(word: &str) -> Result<PauseAction, StoreError> {
+    PauseAction::parse(word).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker action `{word}`")))
+}
+
+/// The row a stored value was read from, as an error about it names it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RowOf<'a> {
+    /// A delivery, by its id.
+    Delivery(i64),
+    /// An attempt of the delivery of this id.
+    AttemptOf(i64),
+    /// The breaker of a connection.
+    Breaker(&'a str),
+}
+
+impl std::fmt::Display for RowOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowOf::Delivery(id) => write!(f, "delivery {id}"),
+            RowOf::AttemptOf(id) => write!(f, "an attempt of delivery {id}"),
+            RowOf::Breaker(connection) => write!(f, "the breaker of `{connection}`"),
+        }
+    }
+}
+
+/// A type a stored count is read as.
+pub(super) trait Count: TryFrom<i64> {
+    /// The largest count of this type a store can hold.
+    const MAX: i64;
+}
+
+impl Count for u32 {
+    const MAX: i64 = u32::MAX as i64;
+}
+
+impl Count for u64 {
+    const MAX: i64 = i64::MAX;
+}
+
+/// A count stored as an integer (attempts, a breaker's failures in a row); one
+/// that is negative or too large is an error naming its row and column, never
+/// read as 0, which would give a delivery its budget again.
+pub(super) fn count_of<T: Count>(value: i64, row: RowOf<'_>, column: &str) -> Result<T, StoreError> {
+    T::try_from(value).map_err(|_| not_a_count(row, column, &format!("`{value}`"), T::MAX))
+}
+
+/// The error for a count column holding `found`, where counts from 0 to `max` are accepted.
+pub(super) fn not_a_count(row: RowOf<'_>, column: &str, found: &str, max: i64) -> StoreError {
+    StoreError::Corrupt(format!("{row} has {found} in `{column}`, which holds a count from 0 to {max}"))
 }

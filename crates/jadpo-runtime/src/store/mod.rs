@@ -172,10 +172,13 @@ pub enum StoreError {
         known: i64,
     },
     /// The store's schema is older than what a command that only reads needs (it
-    /// creates and changes nothing, so it cannot bring it up to date).
+    /// creates and changes nothing, so it cannot bring it up to date): the
+    /// migrations it lacks, and the command that applies them.
     #[error(
-        "`{path}` has schema version {found}; reading it needs version {needs} or newer: \
-         `jadpoc migrate` (or `jadpoc run`, `jadpoc emit`) brings it up to date"
+        "`{path}` has schema version {found}, older than this jadpoc reads (version {needs} or newer): \
+         `jadpoc migrate --db '{path}'` applies migrations {first} to {known} (`--print` shows their SQL \
+         first), as `jadpoc run` and `jadpoc emit` do",
+        first = .found + 1
     )]
     TooOld {
         /// The store given.
@@ -184,6 +187,8 @@ pub enum StoreError {
         found: i64,
         /// The oldest version the reads know.
         needs: i64,
+        /// The newest version this build knows, which `jadpoc migrate` brings it to.
+        known: i64,
     },
     /// The database stayed locked by another process past every retry.
     #[error("the store stayed locked for {waited_s}s; no change was made")]
@@ -560,6 +565,9 @@ pub enum PauseAction {
 }
 
 impl PauseAction {
+    /// Every action.
+    pub const ALL: [PauseAction; 3] = [PauseAction::Pause, PauseAction::Resume, PauseAction::Ended];
+
     /// The word stored.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -568,6 +576,29 @@ impl PauseAction {
             PauseAction::Ended => "pause_ended",
         }
     }
+
+    /// The action whose stored word is `word`.
+    pub fn parse(word: &str) -> Option<PauseAction> {
+        PauseAction::ALL.into_iter().find(|a| a.as_str() == word)
+    }
+}
+
+/// An operator's action on a connection as the store kept it, for `jadpoc
+/// breakers history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerAction {
+    /// The connection.
+    pub connection: String,
+    /// What was done.
+    pub action: PauseAction,
+    /// When.
+    pub at_ms: i64,
+    /// Who (for a pause's end, who paused).
+    pub by: String,
+    /// Why, when given.
+    pub reason: Option<String>,
+    /// When a pause given `--for` was to end.
+    pub until_ms: Option<i64>,
 }
 
 /// What an operator's resume did.
@@ -813,6 +844,10 @@ pub trait Store: Send + Sync {
 
     /// Whether the store knows `connection`: a breaker row or a delivery through it.
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
+
+    /// Every pause, resume and end of a pause kept, oldest first; only
+    /// `connection`'s when given.
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError>;
 
     // Retention.
 

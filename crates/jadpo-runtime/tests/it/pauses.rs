@@ -10,7 +10,7 @@ use common::{T0, TIMEOUT_MS, claim, event, record_all};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
 use jadpo_runtime::rules::breaker::Pause;
 use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::store::{ClaimReport, DeliveryFilter, DeliveryView, Store};
+use jadpo_runtime::store::{BreakerAction, ClaimReport, DeliveryFilter, DeliveryView, PauseAction, Store};
 
 const HOUR: i64 = 3_600_000;
 
@@ -190,8 +190,48 @@ fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
     assert!(store.breakers().expect("breakers")[0].row.pause.is_some());
 }
 
+/// Every pause, resume and end of a pause is kept with who, when and why, and
+/// listed oldest first, all of them or one connection's.
+fn the_history_lists_every_pause_resume_and_end(f: &dyn Fixture) {
+    let store = f.open();
+    let store = &*store;
+    assert_eq!(store.breaker_history(None).expect("history"), vec![]);
+    store.pause_connection("c", &by_ops(T0, Some(T0 + HOUR))).expect("pause");
+    store
+        .pause_connection("spare", &Pause { by: "alice".into(), reason: None, ..by_ops(T0 + 1, None) })
+        .expect("pause");
+    store.sweep_breakers(T0 + HOUR, &lease(T0 + HOUR)).expect("the pause of `c` ends");
+    store.resume_connection("spare", "bob", Some("done"), T0 + HOUR + 5).expect("resume");
+    let action = |connection: &str, action, at_ms, by: &str, reason: Option<&str>, until_ms| BreakerAction {
+        connection: connection.into(),
+        action,
+        at_ms,
+        by: by.into(),
+        reason: reason.map(String::from),
+        until_ms,
+    };
+    let c = vec![
+        action("c", PauseAction::Pause, T0, "ops", Some("provider maintenance"), Some(T0 + HOUR)),
+        action("c", PauseAction::Ended, T0 + HOUR, "ops", None, None),
+    ];
+    let spare = vec![
+        action("spare", PauseAction::Pause, T0 + 1, "alice", None, None),
+        action("spare", PauseAction::Resume, T0 + HOUR + 5, "bob", Some("done"), None),
+    ];
+    assert_eq!(store.breaker_history(Some("c")).expect("history"), c);
+    assert_eq!(store.breaker_history(Some("spare")).expect("history"), spare);
+    assert_eq!(
+        store.breaker_history(None).expect("history"),
+        vec![c[0].clone(), spare[0].clone(), c[1].clone(), spare[1].clone()]
+    );
+    assert_eq!(store.breaker_history(Some("other")).expect("history"), vec![]);
+    // Another handle (another process) reads the same.
+    assert_eq!(f.open().breaker_history(Some("c")).expect("history"), c);
+}
+
 // Each test above, on every store.
 crate::common::on_every_store!(
+    the_history_lists_every_pause_resume_and_end,
     a_paused_connection_holds_everything_until_resumed,
     a_resume_counts_each_delivery_its_own_time_held,
     a_pause_for_a_while_ends_by_itself,

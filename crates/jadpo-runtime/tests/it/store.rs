@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::fixture::{self, Fixture, SqliteFile};
-use common::{T0, TIMEOUT_MS, claim, claim_with, event};
+use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_runtime::store::{
@@ -436,7 +436,30 @@ fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
+fn a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing(f: &dyn Fixture) {
+    let store = f.open();
+    store.emit(&[event(1), event(2)], T0).unwrap();
+    let first = store.deliveries(&DeliveryFilter::default()).unwrap()[0].id;
+    for bad in [-1, i64::from(u32::MAX) + 1] {
+        f.set_attempts_behind(first, bad);
+        let expected = format!(
+            "corrupt store row: delivery {first} has `{bad}` in `attempts`, which holds a count from 0 to 4294967295"
+        );
+        let claimed = try_claim(&*store, T0, 10, Budget::default()).map(|r| r.changed());
+        assert_eq!(claimed.map_err(|e| e.to_string()), Err(expected.clone()), "a budget read as fresh");
+        let listed = store.deliveries(&DeliveryFilter::default()).map(|l| l.len());
+        assert_eq!(listed.map_err(|e| e.to_string()), Err(expected.clone()));
+        let shown = store.delivery(first).map(|d| d.is_some());
+        assert_eq!(shown.map_err(|e| e.to_string()), Err(expected.clone()));
+        let retried = store.retry(&[first], T0).map(|r| r.len());
+        assert_eq!(retried.map_err(|e| e.to_string()), Err(expected));
+        assert_eq!(f.delivery_behind(first), ("pending".to_string(), bad), "left as it is");
+        assert_eq!(f.delivery_behind(first + 1), ("pending".to_string(), 0), "the failed claim changed nothing");
+    }
+}
+
 crate::common::on_every_store!(
+    a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing,
     emit_claim_and_record_a_success,
     a_retryable_failure_is_pending_again_with_its_failure_kept,
     an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses,
@@ -450,6 +473,21 @@ crate::common::on_every_store!(
     each_attempt_keeps_its_failure_reason,
     a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
 );
+
+#[test]
+fn a_count_stored_as_another_type_is_an_error_naming_its_row() {
+    let (_dir, path) = temp_db();
+    let store = SqliteStore::open(&path).unwrap();
+    store.emit(&[event(1)], T0).unwrap();
+    // SQLite keeps a value of any type in any column.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE jadpo_deliveries SET attempts = 'many' WHERE id = 1", []).unwrap();
+    let err = store.deliveries(&DeliveryFilter::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "corrupt store row: delivery 1 has the text `many` in `attempts`, which holds a count from 0 to 4294967295"
+    );
+}
 
 /// A folder made read-only for real: a small filesystem remounted read-only when
 /// running as root (who ignores permissions), else permissions taken away.
@@ -519,7 +557,7 @@ fn a_read_only_store_can_be_listed_and_refuses_writes_clearly() {
     assert!(store.delivery(id).unwrap().is_some());
     // Writing is refused by name, not as an I/O error.
     let err = SqliteStore::open(&path).map(|_| ()).unwrap_err();
-    assert!(err.to_string().contains("read-only"), "{err}");
+    assert_eq!(err.to_string(), format!("the store `{}` is read-only; no change was made", path.display()));
 }
 
 #[test]
@@ -604,7 +642,8 @@ fn a_full_disk_is_reported_as_a_full_disk() {
         assert!(stored < 1_000, "the disk never filled");
     };
     assert!(matches!(err, StoreError::Full { .. }), "{err:?}");
-    assert!(err.to_string().contains("is full; no change was made"), "{err}");
+    let path = dir.path().join("outbox.db");
+    assert_eq!(err.to_string(), format!("the disk holding the store `{}` is full; no change was made", path.display()));
     // What was stored before is still there.
     assert_eq!(store.deliveries(&DeliveryFilter::default()).unwrap().len(), stored);
 }
@@ -653,6 +692,50 @@ fn postgres_a_newer_schema_is_refused_and_a_missing_one_is_not_created_by_a_read
         let err = PgStore::open(&db.url, options).map(|_| ()).unwrap_err();
         assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err:?}");
     }
+}
+
+#[test]
+fn postgres_a_read_only_database_is_read_and_refuses_writes_as_a_read_only_file_does() {
+    let Some(db) = fixture::pg_database() else { return };
+    db.open().emit(&[event(1)], T0).unwrap();
+    let mut c = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    c.batch_execute(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', \
+         current_database()); END $$",
+    )
+    .unwrap();
+    let reader = PgStore::open(&db.url, OpenOptions::read_only()).unwrap();
+    assert_eq!(reader.deliveries(&DeliveryFilter::default()).unwrap().len(), 1);
+    assert_eq!(reader.status(T0).unwrap().states[0], (DeliveryState::Pending, 1));
+    assert!(reader.breakers().unwrap().is_empty());
+    let read_only = format!("the store `{}` is read-only; no change was made", db.url);
+    let err = reader.emit(&[event(2)], T0).unwrap_err();
+    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err:?}");
+    assert_eq!(err.to_string(), read_only);
+    let err = PgStore::open(&db.url, OpenOptions::read_write()).map(|_| ()).unwrap_err();
+    assert_eq!(err.to_string(), read_only, "opening to write, which migrates first");
+}
+
+#[test]
+fn postgres_a_full_disk_is_reported_as_a_full_disk() {
+    let Some(db) = fixture::pg_database() else { return };
+    let store = db.open();
+    store.emit(&[event(1)], T0).unwrap();
+    // A disk cannot be filled here: a trigger answers as the server does when it
+    // cannot extend a table's file (SQLSTATE 53100, `disk_full`).
+    let mut c = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    c.batch_execute(
+        "CREATE FUNCTION jadpo.no_space() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$; \
+         CREATE TRIGGER no_space BEFORE INSERT ON jadpo.deliveries \
+         FOR EACH ROW EXECUTE FUNCTION jadpo.no_space();",
+    )
+    .unwrap();
+    let err = store.emit(&[event(2)], T0).unwrap_err();
+    assert!(matches!(err, StoreError::Full { .. }), "{err:?}");
+    assert_eq!(err.to_string(), format!("the disk holding the store `{}` is full; no change was made", db.url));
+    // No change was made: the event went with its delivery.
+    assert_eq!(store.events(&Default::default()).unwrap().len(), 1);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `jadpoc breakers`: the circuit breakers, one per connection that has failed
-//! or been paused; `pause` and `resume`, an operator's hand on a connection.
-//! Listing works while a `jadpoc run` holds the store.
+//! or been paused; `pause` and `resume`, an operator's hand on a connection, and
+//! `history`, every such action kept. Listings work while a `jadpoc run` holds
+//! the store.
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
@@ -42,6 +43,12 @@ enum BreakersCommand {
         #[arg(long = "program", value_name = "PATHS")]
         program: Vec<PathBuf>,
     },
+    /// Every pause, resume and end of a pause kept, oldest first, with who, when
+    /// and why.
+    History {
+        /// Only this connection's.
+        connection: Option<String>,
+    },
     /// Close a paused or open breaker now and release what it holds, due at once.
     Resume {
         /// The connection.
@@ -74,10 +81,35 @@ pub fn run(args: BreakersArgs) -> ExitCode {
         Some(BreakersCommand::Pause { connection, for_, reason, by, program }) => {
             pause(&args.db, args.format.format, &connection, for_.as_deref(), reason, operator(by), &program)
         }
+        Some(BreakersCommand::History { connection }) => history(&args.db, args.format.format, connection.as_deref()),
         Some(BreakersCommand::Resume { connection, reason, by }) => {
             resume(&args.db, args.format.format, &connection, reason.as_deref(), &operator(by))
         }
     }
+}
+
+fn history(db: &DbArg, format: Format, connection: Option<&str>) -> ExitCode {
+    let store = match open_store(db, Open::ReadOnly) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let actions = match store.breaker_history(connection) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    match format {
+        Format::Json => {
+            crate::print_json(&serde_json::Value::Array(actions.iter().map(views::breaker_action_json).collect()))
+        }
+        Format::Text => {
+            let empty = match connection {
+                Some(c) => format!("no pause or resume of `{c}` yet"),
+                None => "no pause or resume yet".to_string(),
+            };
+            crate::print_lines(&actions, &empty, views::breaker_action_line)
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn list(db: &DbArg, format: Format) -> ExitCode {

@@ -125,6 +125,49 @@ fn operator_an_unknown_connection_is_refused_and_a_declared_one_can_be_paused_be
 }
 
 #[test]
+fn operator_breakers_history_lists_every_pause_and_resume_in_text_and_json() {
+    on_both_stores(|e| {
+        emit(e, 1);
+        let text = |args: &[&str]| {
+            let mut all = vec!["breakers", "history"];
+            all.extend_from_slice(args);
+            all.extend_from_slice(&["--db", e.db()]);
+            ok(&e.jadpoc(&all))
+        };
+        assert_eq!(text(&[]), "no pause or resume yet\n");
+        e.json(&["breakers", "pause", "c", "--for", "2h", "--reason", "provider maintenance", "--by", "alice"]);
+        e.json(&["breakers", "resume", "c", "--reason", "done early", "--by", "bob"]);
+        e.json(&["breakers", "pause", "spare", "--program", e.prog(), "--by", "carol"]);
+
+        let all = e.json(&["breakers", "history"]);
+        let rows = all.as_array().expect("an array");
+        let fields = |r: &Value| (r["connection"].clone(), r["action"].clone(), r["by"].clone(), r["reason"].clone());
+        assert_eq!(
+            rows.iter().map(fields).collect::<Vec<_>>(),
+            vec![
+                ("c".into(), "pause".into(), "alice".into(), "provider maintenance".into()),
+                ("c".into(), "resume".into(), "bob".into(), "done early".into()),
+                ("spare".into(), "pause".into(), "carol".into(), Value::Null),
+            ],
+            "{all}"
+        );
+        assert!(rows[0]["until"].is_string() && rows[1]["until"].is_null() && rows[2]["until"].is_null(), "{all}");
+        let at = |i: usize| rows[i]["at"].as_str().expect("a time").to_string();
+        let until = rows[0]["until"].as_str().expect("a time");
+        assert_eq!(
+            text(&["c"]),
+            format!(
+                "{}  c  paused by alice until {until}: provider maintenance\n{}  c  resumed by bob: done early\n",
+                at(0),
+                at(1)
+            )
+        );
+        assert_eq!(e.json(&["breakers", "history", "spare"]).as_array().map(Vec::len), Some(1));
+        assert_eq!(text(&["nope"]), "no pause or resume of `nope` yet\n");
+    });
+}
+
+#[test]
 fn operator_prune_deletes_final_deliveries_and_keeps_the_rest() {
     on_both_stores(|e| {
         emit(e, 3);

@@ -3,7 +3,7 @@
 
 use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise};
 use super::builtin::alerted;
-use super::{StoreError, col, pg_error, q, u32_of};
+use super::{RowOf, StoreError, col, count_of, pg_error, q};
 use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
@@ -16,14 +16,15 @@ fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
     let state: String = col(r, "state")?;
     let state =
         BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    let connection: String = col(r, "connection")?;
+    let of = RowOf::Breaker(&connection);
     Ok(BreakerView {
-        connection: col(r, "connection")?,
         row: BreakerRow {
             state,
-            failures_in_a_row: u32_of(col(r, "failures_in_a_row")?),
+            failures_in_a_row: count_of(col(r, "failures_in_a_row")?, of, "failures_in_a_row")?,
             opened_at_ms: col(r, "opened_at")?,
-            pause_ms: u64::try_from(col::<i64>(r, "pause_ms")?).unwrap_or(0),
-            alerts: u32_of(col(r, "alerts")?),
+            pause_ms: count_of(col(r, "pause_ms")?, of, "pause_ms")?,
+            alerts: count_of(col(r, "alerts")?, of, "alerts")?,
             alerted: col::<Option<i64>>(r, "alerted_at")?.is_some(),
             probe: col(r, "probe_delivery")?,
             probe_lease_until_ms: col(r, "probe_lease_until")?,
@@ -38,6 +39,7 @@ fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
             },
         },
         held: u64::try_from(col::<i64>(r, "held")?).unwrap_or(0),
+        connection,
     })
 }
 

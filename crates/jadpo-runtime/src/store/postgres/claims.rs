@@ -12,7 +12,7 @@ use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, Raise, e
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{LostAttempt, insert_lost_attempts};
-use super::{Prepared, StoreError, bulk_transaction, col, failure_of, pg_error, q, state_of, u32_of};
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, failure_of, pg_error, q, state_of};
 use crate::config::CLAIM_FROM_HEAD_EVERY_MS;
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Failure, Record};
@@ -104,9 +104,10 @@ pub(super) fn read_rows(
         let st: String = col(r, "state")?;
         let state = state_of(&st)?;
         let due_at: Option<i64> = col(r, "due_at")?;
+        let id = col(r, "id")?;
         let record = Record {
             state,
-            attempts: u32_of(col(r, "attempts")?),
+            attempts: count_of(col(r, "attempts")?, RowOf::Delivery(id), "attempts")?,
             due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
             lease_until_ms: col(r, "lease_until")?,
             budget_start_ms: col(r, "budget_start")?,
@@ -115,7 +116,7 @@ pub(super) fn read_rows(
         };
         out.push(ClaimRow {
             candidate: ClaimCandidate {
-                id: col(r, "id")?,
+                id,
                 subscriber: col(r, "subscriber")?,
                 connection: col(r, "connection")?,
                 record,

@@ -30,17 +30,18 @@ mod schedules;
 pub mod schema;
 pub mod sharing;
 
-use super::columns::{failure_of, state_of, u32_of};
+use super::columns::{RowOf, count_of, failure_of, state_of};
 use super::{
-    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError, UnexpandedEvent,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
 use connect::PgLocation;
 use postgres::Client;
+use postgres::error::SqlState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -87,14 +88,24 @@ pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
         return StoreError::Postgres(format!("the connection to the database was lost: {e}"));
     }
     match e.as_db_error() {
-        Some(db) if db.code() == &postgres::error::SqlState::DISK_FULL => {
-            StoreError::Postgres(format!("the database's disk is full; no change was made ({})", db.message()))
-        }
-        Some(db) if db.code() == &postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION => {
-            StoreError::Postgres(format!("the database is read-only; no change was made ({})", db.message()))
-        }
-        Some(db) => StoreError::Postgres(format!("{}: {}", db.code().code(), db.message())),
+        Some(db) => db_error(db.code(), db.message()),
         None => StoreError::Postgres(e.to_string()),
+    }
+}
+
+/// The error for the server's answer `message` with SQLSTATE `code`. A full disk
+/// and a database that can only be read (a standby, or
+/// `default_transaction_read_only`) are the errors SQLite's store gives for its
+/// file, with the same words; they name their store once it is known
+/// ([`PgStore::named`], at the store's edge), as the statements that meet them do
+/// not know it.
+fn db_error(code: &SqlState, message: &str) -> StoreError {
+    if *code == SqlState::DISK_FULL {
+        StoreError::Full { path: String::new() }
+    } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        StoreError::ReadOnly { path: String::new() }
+    } else {
+        StoreError::Postgres(format!("{}: {message}", code.code()))
     }
 }
 
@@ -113,12 +124,24 @@ impl PgStore {
             claims: Mutex::new(claims::ClaimCursor::default()),
         };
         let mut client = store.fresh_client()?;
+        let (schema, shown) = (&store.location.schema, &store.location.shown);
         match options.access {
-            Access::ReadWrite => schema::migrate(&mut client, &store.location.schema, &store.location.shown)?,
-            Access::ReadOnly => schema::check(&mut client, &store.location.schema, &store.location.shown)?,
-        };
+            Access::ReadWrite => schema::migrate(&mut client, schema, shown),
+            Access::ReadOnly => schema::check(&mut client, schema, shown),
+        }
+        .map_err(|e| store.named(e))?;
         store.put(client, Prepared::default());
         Ok(store)
+    }
+
+    /// `e` with this store named where [`db_error`] could not name it.
+    fn named(&self, e: StoreError) -> StoreError {
+        let path = self.location.shown.clone();
+        match e {
+            StoreError::Full { path: p } if p.is_empty() => StoreError::Full { path },
+            StoreError::ReadOnly { path: p } if p.is_empty() => StoreError::ReadOnly { path },
+            e => e,
+        }
     }
 
     /// The URL as it may be shown (no password).
@@ -186,7 +209,7 @@ impl PgStore {
         }
         let out = f(&mut client, &mut prepared, &self.s);
         self.put(client, prepared);
-        out
+        out.map_err(|e| self.named(e))
     }
 }
 
@@ -328,6 +351,10 @@ impl Store for PgStore {
 
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
         self.with_client(|c, s| pauses::knows_connection(c, s, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.with_client(|c, s| pauses::history(c, s, connection))
     }
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {

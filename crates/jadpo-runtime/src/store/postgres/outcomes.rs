@@ -4,7 +4,7 @@
 use super::super::{NewEvent, Raise, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
-use super::{Prepared, StoreError, bulk_transaction, col, pg_error, q, state_of, u32_of};
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, q, state_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
 use crate::rules::{self, Decision, Failure};
 use postgres::{Client, Transaction};
@@ -247,7 +247,8 @@ pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> R
         };
         let seen: String = col(&row, "state")?;
         let state = state_of(&seen)?;
-        let record = super::super::retry_subject(state, u32_of(col(&row, "attempts")?), now_ms);
+        let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
+        let record = super::super::retry_subject(state, attempts, now_ms);
         let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));
             continue;

@@ -4,7 +4,8 @@
 //! guarded statement of `write_breaker`, read again when another process changed
 //! the row first.
 
-use super::super::{PauseAction, ResumeReport};
+use super::super::columns::pause_action_of;
+use super::super::{BreakerAction, PauseAction, ResumeReport};
 use super::breakers::{PAUSED, read_breaker, read_breakers, release_held, write_breaker};
 use super::{StoreError, col, pg_error, q};
 use crate::rules::breaker::{self, BreakerRow, Pause};
@@ -124,4 +125,29 @@ pub(super) fn end_pauses(tx: &mut Transaction<'_>, s: &str, now_ms: i64) -> Resu
         }
     }
     Ok(())
+}
+
+pub(super) fn history(c: &mut Client, s: &str, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+    let rows = c
+        .query(
+            &q(
+                "SELECT connection, action, at, by, reason, until FROM {s}.breaker_actions \
+                 WHERE $1::text IS NULL OR connection = $1 ORDER BY id",
+                s,
+            ),
+            &[&connection],
+        )
+        .map_err(pg_error)?;
+    rows.iter()
+        .map(|r| {
+            Ok(BreakerAction {
+                connection: col(r, "connection")?,
+                action: pause_action_of(&col::<String>(r, "action")?)?,
+                at_ms: col(r, "at")?,
+                by: col(r, "by")?,
+                reason: col(r, "reason")?,
+                until_ms: col(r, "until")?,
+            })
+        })
+        .collect()
 }

@@ -2,7 +2,7 @@
 
 use super::super::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
 use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
-use super::{StoreError, col, failure_of, pg_error, q, state_of, u32_of};
+use super::{RowOf, StoreError, col, count_of, failure_of, pg_error, q, state_of};
 use crate::rules::breaker;
 use jadpo_check::program::DeliveryState;
 use postgres::{Client, Row};
@@ -15,14 +15,15 @@ pub(super) fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
     let state = state_of(&col::<String>(r, "state")?)?;
     let due_at: Option<i64> = col(r, "due_at")?;
     let lease_until: Option<i64> = col(r, "lease_until")?;
+    let id = col(r, "id")?;
     Ok(DeliveryView {
-        id: col(r, "id")?,
+        id,
         event_id: col(r, "event_id")?,
         event: col(r, "event")?,
         subscriber: col(r, "subscriber")?,
         connection: col(r, "connection")?,
         state,
-        attempts: u32_of(col(r, "attempts")?),
+        attempts: count_of(col(r, "attempts")?, RowOf::Delivery(id), "attempts")?,
         due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
         lease_until_ms: if state == DeliveryState::Running { lease_until } else { None },
         held_since_ms: col(r, "held_since")?,
@@ -95,7 +96,7 @@ pub(super) fn delivery(
     let mut history = Vec::with_capacity(rows.len());
     for r in &rows {
         history.push(AttemptView {
-            attempt: u32_of(col(r, "attempt")?),
+            attempt: count_of(col(r, "attempt")?, RowOf::AttemptOf(id), "attempt")?,
             started_at_ms: col(r, "started_at")?,
             duration_ms: col(r, "duration_ms")?,
             outcome: col(r, "outcome")?,

@@ -252,7 +252,7 @@ pub fn check(client: &mut Client, schema: &str, shown: &str) -> Result<i64, Stor
         return Err(StoreError::TooNew { path: shown.to_string(), found: version, known: VERSION });
     }
     if version < READS_NEED {
-        return Err(StoreError::TooOld { path: shown.to_string(), found: version, needs: READS_NEED });
+        return Err(StoreError::TooOld { path: shown.to_string(), found: version, needs: READS_NEED, known: VERSION });
     }
     Ok(version)
 }

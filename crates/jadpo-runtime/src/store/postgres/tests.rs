@@ -385,7 +385,18 @@ fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it(
         matches!(err, super::super::StoreError::TooOld { found, needs, .. } if found == super::schema::READS_NEED - 1 && needs == super::schema::READS_NEED),
         "{err:?}"
     );
-    assert!(err.to_string().contains("`jadpoc migrate`"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{url}` has schema version {old}, older than this jadpoc reads (version {needs} or newer): \
+             `jadpoc migrate --db '{url}'` applies migrations {needs} to {known} (`--print` shows their SQL \
+             first), as `jadpoc run` and `jadpoc emit` do",
+            url = db.url,
+            old = super::schema::READS_NEED - 1,
+            needs = super::schema::READS_NEED,
+            known = super::schema::VERSION,
+        )
+    );
     // The oldest version the reads know opens.
     db.meddle(&format!("INSERT INTO jadpo.schema_migrations (version) VALUES ({})", super::schema::READS_NEED));
     assert!(PgStore::open(&db.url, OpenOptions::read_only()).is_ok());

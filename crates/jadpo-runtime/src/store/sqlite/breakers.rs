@@ -3,7 +3,7 @@
 
 use super::super::{BreakerAlert, BreakerSweep, BreakerView, Raise};
 use super::builtin::alerted;
-use super::{StoreError, u32_of};
+use super::{RowOf, StoreError, count_at};
 use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, hold};
 use jadpo_check::program::BreakerState;
@@ -49,14 +49,15 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
     let state: String = r.get("state")?;
     let state =
         BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    let connection: String = r.get("connection")?;
+    let of = RowOf::Breaker(&connection);
     Ok(BreakerView {
-        connection: r.get("connection")?,
         row: BreakerRow {
             state,
-            failures_in_a_row: u32_of(r.get("failures_in_a_row")?),
+            failures_in_a_row: count_at(r, "failures_in_a_row", of)?,
             opened_at_ms: r.get("opened_at")?,
-            pause_ms: u64::try_from(r.get::<_, i64>("pause_ms")?).unwrap_or(0),
-            alerts: u32_of(r.get("alerts")?),
+            pause_ms: count_at(r, "pause_ms", of)?,
+            alerts: count_at(r, "alerts", of)?,
             alerted: r.get::<_, Option<i64>>("alerted_at")?.is_some(),
             probe: r.get("probe_delivery")?,
             probe_lease_until_ms: r.get("probe_lease_until")?,
@@ -71,6 +72,7 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, StoreError> {
             },
         },
         held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
+        connection,
     })
 }
 

@@ -6,7 +6,7 @@ use super::super::{ClaimCandidate, ClaimReport, ClaimRow, ClaimVerdict, end_reas
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{insert_attempt, reason_of};
-use super::{StoreError, failure_of, state_of, u32_of};
+use super::{RowOf, StoreError, count_at, failure_of, state_of};
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Failure, Record};
 use jadpo_check::program::DeliveryState;
@@ -56,9 +56,10 @@ fn read_claim_rows(tx: &Transaction<'_>, state: &str, now_ms: i64, limit: usize)
         let st: String = r.get("state")?;
         let state = state_of(&st)?;
         let due_at: Option<i64> = r.get("due_at")?;
+        let id = r.get("id")?;
         let record = Record {
             state,
-            attempts: u32_of(r.get("attempts")?),
+            attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
             due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
             lease_until_ms: r.get("lease_until")?,
             budget_start_ms: r.get("budget_start")?,
@@ -67,7 +68,7 @@ fn read_claim_rows(tx: &Transaction<'_>, state: &str, now_ms: i64, limit: usize)
         };
         out.push(ClaimRow {
             candidate: ClaimCandidate {
-                id: r.get("id")?,
+                id,
                 subscriber: r.get("subscriber")?,
                 connection: r.get("connection")?,
                 record,

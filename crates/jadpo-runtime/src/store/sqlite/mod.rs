@@ -27,15 +27,16 @@ mod sharing;
 
 pub use schema::APPLICATION_ID;
 
-use super::columns::{failure_of, state_of, u32_of};
+use super::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use super::{
-    Access, AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, OpenOptions,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
-    StoreError, UnexpandedEvent,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError, UnexpandedEvent,
 };
 use crate::rules::Failure;
 use crate::rules::breaker::{BreakerRow, Pause};
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -85,14 +86,15 @@ impl SqliteStore {
         let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
-            // A store in a folder we cannot write to: its write-ahead log's index
-            // cannot be made, and no writer can be changing it from here, so it
-            // is read as it is on disk.
-            Err(e) if options.access == Access::ReadOnly && busy::cannot_open(&e) => {
-                let uri = format!("file:{}?immutable=1", uri_path(path));
-                let conn = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
-                    .map_err(|e| open_error(&store.path, e))?;
-                store.conn = Mutex::new(conn);
+            // SQLite reads a store in WAL mode through its log (`-wal`) and the
+            // log's index (`-shm`), which it makes beside the file when they are
+            // missing; in a folder this process cannot write to it cannot, and
+            // refuses the store as read-only (or as a file it cannot open).
+            Err(e)
+                if options.access == Access::ReadOnly
+                    && (busy::cannot_open(&e) || matches!(e, StoreError::ReadOnly { .. })) =>
+            {
+                store.conn = Mutex::new(open_as_on_disk(path, flags, &store.path)?);
                 store.version = store.prepare(true, options.access)?;
             }
             Err(e) if busy::cannot_open(&e) && read_only_place(path) => {
@@ -197,6 +199,34 @@ impl SqliteStore {
     }
 }
 
+/// A read-only connection to the store at `path` for a process that cannot make
+/// the store's log or its index: the file read as it is on disk
+/// (`immutable=1`), which is all of the store when no log is beside it. A
+/// process with the store open keeps its log there (the last one to close folds
+/// the log into the file and removes it), so with none there nothing is being
+/// written. A log left beside the file (a copy taken while a process had the
+/// store open) may hold commits the file lacks, and is refused, saying what
+/// reads it: its index can only be made where the folder can be written to.
+fn open_as_on_disk(path: &Path, flags: OpenFlags, shown: &str) -> Result<Connection, StoreError> {
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        return Err(open_error(
+            shown,
+            format!(
+                "its write-ahead log `{shown}-wal` may hold changes the file lacks, and it is read through an index \
+                 (`{shown}-shm`) that cannot be made in the folder `{}`; read the store where its folder can be \
+                 written to (copy `{file}` with `{file}-wal`), or as a user who may write to the folder",
+                folder.display(),
+            ),
+        ));
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI).map_err(|e| open_error(shown, e))
+}
+
 /// Whether the store's file or folder cannot be written to (opening a file for
 /// writing changes nothing in it).
 fn read_only_place(path: &Path) -> bool {
@@ -210,6 +240,20 @@ fn read_only_place(path: &Path) -> bool {
         || file.is_err_and(|e| {
             matches!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied)
         })
+}
+
+/// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
+/// keeps a value of any type in any column, and one that is not an integer is
+/// as corrupt as a negative count.
+fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, StoreError> {
+    let found = match r.get_ref(column)? {
+        ValueRef::Integer(v) => return count_of(v, row, column),
+        ValueRef::Null => "no value".to_string(),
+        ValueRef::Real(v) => format!("`{v}`"),
+        ValueRef::Text(t) => format!("the text `{}`", String::from_utf8_lossy(t)),
+        ValueRef::Blob(b) => format!("a blob of {} bytes", b.len()),
+    };
+    Err(not_a_count(row, column, &found, T::MAX))
 }
 
 /// `path` for a `file:` URI: `%`, `?` and `#` escaped.
@@ -301,6 +345,13 @@ impl Store for SqliteStore {
 
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
         self.with_retry(|conn| pauses::knows_connection(conn, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        if !self.has_pauses() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| pauses::history(conn, connection))
     }
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {

@@ -5,10 +5,10 @@ use super::super::Raise;
 use super::super::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
-use super::{StoreError, state_of, u32_of};
+use super::{RowOf, StoreError, count_at, state_of};
 use crate::rules::breaker::{self, AfterAttempt, BreakerRow};
 use crate::rules::{self, Decision, Failure, Record};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, named_params, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, named_params, params};
 use std::collections::HashMap;
 
 /// A failure's short human reason, as the store keeps it.
@@ -160,16 +160,20 @@ pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<V
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
-        let row: Option<(String, i64)> = tx
-            .prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?
-            .query_row([id], |r| Ok((r.get("state")?, r.get("attempts")?)))
-            .optional()?;
+        let row = {
+            let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
+            let mut rows = stmt.query([id])?;
+            match rows.next()? {
+                Some(r) => Some((r.get::<_, String>("state")?, count_at(r, "attempts", RowOf::Delivery(id))?)),
+                None => None,
+            }
+        };
         let Some((seen_state, attempts)) = row else {
             results.push(RetryResult::NotFound);
             continue;
         };
         let state = state_of(&seen_state)?;
-        let record = super::super::retry_subject(state, u32_of(attempts), now_ms);
+        let record = super::super::retry_subject(state, attempts, now_ms);
         let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));
             continue;

@@ -2,7 +2,8 @@
 //! rules say what it holds), every pause and resume kept with who, when and why,
 //! and the end of a pause whose time has come.
 
-use super::super::{PauseAction, ResumeReport};
+use super::super::columns::pause_action_of;
+use super::super::{BreakerAction, PauseAction, ResumeReport};
 use super::StoreError;
 use super::breakers::{read_breaker, read_breakers, release_held, write_breaker};
 use crate::rules::breaker::{self, BreakerRow, Pause};
@@ -77,6 +78,26 @@ pub(super) fn knows_connection(conn: &mut Connection, connection: &str) -> Resul
          OR EXISTS (SELECT 1 FROM jadpo_deliveries WHERE connection = ?1)",
         )?
         .query_row([connection], |r| r.get(0))?)
+}
+
+pub(super) fn history(conn: &mut Connection, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT connection, action, at, by, reason, until FROM jadpo_breaker_actions \
+         WHERE ?1 IS NULL OR connection = ?1 ORDER BY id",
+    )?;
+    let mut rows = stmt.query([connection])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(BreakerAction {
+            connection: r.get("connection")?,
+            action: pause_action_of(&r.get::<_, String>("action")?)?,
+            at_ms: r.get("at")?,
+            by: r.get("by")?,
+            reason: r.get("reason")?,
+            until_ms: r.get("until")?,
+        });
+    }
+    Ok(out)
 }
 
 /// End every pause whose time has come at `now_ms`, each by one conditional

@@ -3,7 +3,7 @@
 
 use super::super::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
 use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
-use super::{StoreError, failure_of, state_of, u32_of};
+use super::{RowOf, StoreError, count_at, failure_of, state_of};
 use crate::rules::breaker;
 use jadpo_check::program::DeliveryState;
 use rusqlite::{Connection, Row, named_params};
@@ -22,14 +22,15 @@ pub(super) fn view_of(r: &Row<'_>) -> Result<DeliveryView, StoreError> {
     let state = state_of(&r.get::<_, String>("state")?)?;
     let due_at: Option<i64> = r.get("due_at")?;
     let lease_until: Option<i64> = r.get("lease_until")?;
+    let id = r.get("id")?;
     Ok(DeliveryView {
-        id: r.get("id")?,
+        id,
         event_id: r.get("event_id")?,
         event: r.get("event")?,
         subscriber: r.get("subscriber")?,
         connection: r.get("connection")?,
         state,
-        attempts: u32_of(r.get("attempts")?),
+        attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
         due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
         lease_until_ms: if state == DeliveryState::Running { lease_until } else { None },
         held_since_ms: r.get("held_since")?,
@@ -41,9 +42,9 @@ pub(super) fn view_of(r: &Row<'_>) -> Result<DeliveryView, StoreError> {
     })
 }
 
-fn attempt_of(r: &Row<'_>) -> Result<AttemptView, StoreError> {
+fn attempt_of(r: &Row<'_>, delivery: i64) -> Result<AttemptView, StoreError> {
     Ok(AttemptView {
-        attempt: u32_of(r.get("attempt")?),
+        attempt: count_at(r, "attempt", RowOf::AttemptOf(delivery))?,
         started_at_ms: r.get("started_at")?,
         duration_ms: r.get("duration_ms")?,
         outcome: r.get("outcome")?,
@@ -120,7 +121,7 @@ pub(super) fn delivery(
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query([id])?;
         while let Some(r) = rows.next()? {
-            history.push(attempt_of(r)?);
+            history.push(attempt_of(r, id)?);
         }
     }
     Ok(Some((view, history)))

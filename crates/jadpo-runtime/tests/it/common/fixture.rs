@@ -18,6 +18,11 @@ pub trait Fixture: Send + Sync {
     /// not yet expanded (`emit` of the schema on PostgreSQL; a plain row on
     /// SQLite), each in a transaction of its own. Returns their ids.
     fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64>;
+    /// Write a delivery's `attempts` behind the store's back (as a damaged or
+    /// hand-edited store holds it).
+    fn set_attempts_behind(&self, delivery: i64, attempts: i64);
+    /// A delivery's state and `attempts` as stored, read behind the store's back.
+    fn delivery_behind(&self, delivery: i64) -> (String, i64);
 }
 
 /// A SQLite store in a file of its own.
@@ -75,6 +80,19 @@ impl Fixture for SqliteFile {
         }
         ids
     }
+
+    fn set_attempts_behind(&self, delivery: i64, attempts: i64) {
+        let raw = rusqlite::Connection::open(&self.path).expect("open raw");
+        raw.execute("UPDATE jadpo_deliveries SET attempts = ?2 WHERE id = ?1", [delivery, attempts]).expect("attempts");
+    }
+
+    fn delivery_behind(&self, delivery: i64) -> (String, i64) {
+        let raw = rusqlite::Connection::open(&self.path).expect("open raw");
+        raw.query_row("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1", [delivery], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("the delivery")
+    }
 }
 
 /// The SQLite fixture (always available).
@@ -123,6 +141,18 @@ impl Fixture for PgDatabase {
                 c.query_one("SELECT jadpo.emit($1, $2::text::jsonb)", &[name, payload]).expect("emit").get(0)
             })
             .collect()
+    }
+
+    fn set_attempts_behind(&self, delivery: i64, attempts: i64) {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        c.execute("UPDATE jadpo.deliveries SET attempts = $2 WHERE id = $1", &[&delivery, &attempts])
+            .expect("attempts");
+    }
+
+    fn delivery_behind(&self, delivery: i64) -> (String, i64) {
+        let mut c = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        let row = c.query_one("SELECT state, attempts FROM jadpo.deliveries WHERE id = $1", &[&delivery]).expect("row");
+        (row.get(0), row.get(1))
     }
 }
 

@@ -7,7 +7,7 @@ pub mod fixture;
 
 use jadpo_check::program::Budget;
 use jadpo_runtime::rules::{self, Outcome, breaker};
-use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Recorded, Store};
+use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Recorded, Store, StoreError};
 use rand::SeedableRng;
 
 /// The tests' "now" at the start.
@@ -31,12 +31,15 @@ pub fn claim(store: &dyn Store, now: i64, limit: usize) -> ClaimReport {
 
 /// Claims up to `limit` due deliveries, each decided by the core and its breaker.
 pub fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> ClaimReport {
-    store
-        .claim(now, limit, &mut |c| {
-            let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
-            breaker::decide_at_claim(d, &c.breaker, c.id, now)
-        })
-        .expect("claim")
+    try_claim(store, now, limit, budget).expect("claim")
+}
+
+/// As [`claim_with`], the store's error returned.
+pub fn try_claim(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> Result<ClaimReport, StoreError> {
+    store.claim(now, limit, &mut |c| {
+        let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
+        breaker::decide_at_claim(d, &c.breaker, c.id, now)
+    })
 }
 
 /// Runs each named test of the calling module, a `fn NAME(&dyn Fixture)`, on every
