@@ -31,21 +31,116 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A source file's non-test lines, numbered from 1, comments left out.
+/// A source file's non-test lines, numbered from 1, comments left out. An item
+/// under `#[cfg(test)]` (a `mod tests;` line or a `mod tests { ... }` block) is
+/// left out, and what follows it is read on. A `use` of a group is read as its
+/// paths whole (`use std::{fs, io};` as `std::fs` and `std::io`), so a group
+/// cannot hide an import.
 fn code_lines(path: &Path) -> Vec<(usize, String)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
+    let mut i = 0;
+    while i < lines.len() {
+        let trimmed = lines[i].trim_start();
         if trimmed.starts_with("#[cfg(test)]") {
-            break;
-        }
-        if trimmed.starts_with("//") {
+            i = skip_item(&lines, i + 1);
             continue;
         }
-        out.push((i + 1, line.to_string()));
+        if trimmed.starts_with("//") {
+            i += 1;
+            continue;
+        }
+        if trimmed.starts_with("use ") || trimmed.starts_with("pub use ") || trimmed.starts_with("pub(crate) use ") {
+            // The whole statement, however many lines it takes.
+            let start = i;
+            let mut statement = String::new();
+            while i < lines.len() {
+                statement.push_str(lines[i].trim());
+                statement.push(' ');
+                i += 1;
+                if statement.trim_end().ends_with(';') {
+                    break;
+                }
+            }
+            let body = statement.trim().trim_end_matches(';');
+            let body = body.split_once("use ").map(|(_, b)| b).unwrap_or(body);
+            out.push((start + 1, format!("{statement} {}", use_paths(body).join(" "))));
+            continue;
+        }
+        out.push((i + 1, lines[i].to_string()));
+        i += 1;
     }
     out
+}
+
+/// The line after the item that starts at `from`: one line ending in `;`, or a
+/// block to its closing brace.
+fn skip_item(lines: &[&str], from: usize) -> usize {
+    let mut depth = 0i32;
+    let mut opened = false;
+    for (i, line) in lines.iter().enumerate().skip(from) {
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if (opened && depth <= 0) || (!opened && line.trim_end().ends_with(';')) {
+            return i + 1;
+        }
+    }
+    lines.len()
+}
+
+/// The paths a `use` names: `std::{fs, io::Read}` gives `std::fs` and
+/// `std::io::Read`.
+fn use_paths(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        return vec![tree.split(" as ").next().unwrap_or(tree).trim().to_string()];
+    };
+    let prefix = &tree[..open];
+    let inner = tree[open + 1..].trim_end().strip_suffix('}').unwrap_or(&tree[open + 1..]);
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .flat_map(|p| use_paths(p).into_iter().map(|q| format!("{prefix}{q}")))
+        .collect()
+}
+
+#[test]
+fn tidy_a_group_or_a_test_module_hides_nothing_from_the_checks() {
+    assert_eq!(use_paths("std::{fs, io::{Read, Write}}"), ["std::fs", "std::io::Read", "std::io::Write"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("x.rs");
+    std::fs::write(
+        &file,
+        "use std::{\n    fs,\n    sync::Arc,\n};\n#[cfg(test)]\nmod tests {\n    use std::net;\n}\nuse std::env;\n",
+    )
+    .expect("write");
+    let found = occurrences(&[file], &["std::fs", "std::env", "std::net"]);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].contains(":1: ") && found[0].contains("std::fs"), "{found:?}");
+    assert!(found[1].contains(":9: ") && found[1].contains("std::env"), "{found:?}");
 }
 
 /// The non-test source files of every crate (`crates/*/src`), with the crate's
@@ -66,6 +161,9 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
     }
     out
 }
+
+/// The crates of the runtime.
+const RUNTIME_CRATES: [&str; 1] = ["jadpo-runtime"];
 
 fn shown(path: &Path) -> String {
     path.strip_prefix(workspace()).unwrap_or(path).display().to_string()
@@ -157,8 +255,11 @@ fn tidy_only_jadpoc_does_terminal_io() {
 #[test]
 fn tidy_runtime_codes_are_written_only_in_the_registry() {
     let registry = workspace().join("crates/jadpo-runtime/src/codes.rs");
-    let runtime: Vec<PathBuf> =
-        crate_sources().into_iter().filter(|(c, f)| c == "jadpo-runtime" && *f != registry).map(|(_, f)| f).collect();
+    let runtime: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|(c, f)| RUNTIME_CRATES.contains(&c.as_str()) && *f != registry)
+        .map(|(_, f)| f)
+        .collect();
     let cli: Vec<PathBuf> = crate_sources().into_iter().filter(|(c, _)| c == "jadpoc").map(|(_, f)| f).collect();
     // A code's name, and a family's way of making one.
     let mut names: Vec<String> = vec!["\"http.{".into(), "\"fake.{".into()];
@@ -179,8 +280,10 @@ fn tidy_runtime_codes_are_written_only_in_the_registry() {
         .map(|c| format!("\"{}\"", c.wire()))
         .collect();
     let wire: Vec<&str> = wire.iter().map(String::as_str).collect();
-    let ingest: Vec<PathBuf> =
-        ["ingest.rs", "payload.rs"].iter().map(|f| workspace().join("crates/jadpo-runtime/src").join(f)).collect();
+    let ingest: Vec<PathBuf> = ["crates/jadpo-runtime/src/ingest.rs", "crates/jadpo-runtime/src/payload.rs"]
+        .iter()
+        .map(|f| workspace().join(f))
+        .collect();
     found.extend(occurrences(&ingest, &wire));
     assert!(
         found.is_empty(),
@@ -237,4 +340,115 @@ fn tidy_every_cargo_test_command_named_in_the_tree_names_a_test_target_that_exis
     }
     assert!(seen > 0, "no `cargo test -p CRATE --test TARGET` command found: the scan is broken");
     assert!(stale.is_empty(), "commands naming a test target that does not exist:\n{}", stale.join("\n"));
+}
+
+/// The workspace's crates and what each may depend on (normal dependencies):
+/// the workspace's own crates exactly, and outside crates it must never take.
+/// docs/ARCHITECTURE.md draws the same graph.
+const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
+    ("jadpo-syntax", &[], &["tokio", "rusqlite", "postgres", "hyper"]),
+    ("jadpo-check", &["jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
+    ("jadpo-fmt", &["jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
+    ("jadpo-lsp", &["jadpo-check", "jadpo-fmt", "jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
+    ("jadpo-runtime", &["jadpo-check"], &[]),
+    ("jadpoc", &["jadpo-check", "jadpo-fmt", "jadpo-lsp", "jadpo-runtime", "jadpo-syntax"], &[]),
+];
+
+/// Each workspace crate's normal dependencies, as `cargo metadata` reads the
+/// manifests.
+fn crate_dependencies() -> Vec<(String, Vec<String>)> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(workspace())
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    let mut crates = Vec::new();
+    for package in meta["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("a name").to_string();
+        let mut deps: Vec<String> = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .filter_map(|d| d["name"].as_str().map(str::to_string))
+            .collect();
+        deps.sort();
+        crates.push((name, deps));
+    }
+    crates.sort();
+    crates
+}
+
+#[test]
+fn tidy_the_crates_depend_on_each_other_as_the_architecture_says() {
+    let crates = crate_dependencies();
+    let mut wrong = Vec::new();
+    let names: Vec<&str> = CRATE_GRAPH.iter().map(|(n, _, _)| *n).collect();
+    for (name, deps) in &crates {
+        let Some((_, allowed, banned)) = CRATE_GRAPH.iter().find(|(n, _, _)| n == name) else {
+            wrong.push(format!("`{name}` is not in the graph: add it to CRATE_GRAPH and docs/ARCHITECTURE.md"));
+            continue;
+        };
+        let ours: Vec<&str> = deps.iter().map(String::as_str).filter(|d| names.contains(d)).collect();
+        if ours != *allowed {
+            wrong.push(format!("`{name}` depends on {ours:?}; the architecture says {allowed:?}"));
+        }
+        for d in deps.iter().filter(|d| banned.contains(&d.as_str())) {
+            wrong.push(format!("`{name}` must not depend on `{d}`"));
+        }
+    }
+    for (name, _, _) in CRATE_GRAPH {
+        if !crates.iter().any(|(n, _)| n == name) {
+            wrong.push(format!("`{name}` is in the graph but not in the workspace"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn tidy_the_checker_reads_no_files() {
+    let files: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|(c, _)| ["jadpo-syntax", "jadpo-check", "jadpo-fmt"].contains(&c.as_str()))
+        .map(|(_, f)| f)
+        .collect();
+    assert!(files.len() >= 5, "{files:?}");
+    let found = occurrences(
+        &files,
+        &["std::fs", "fs::File", "File::open", "File::create", "read_to_string", "std::env", "std::net"],
+    );
+    assert!(
+        found.is_empty(),
+        "the checker is handed its files' text by `jadpoc`; it reads none:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn tidy_every_random_draw_comes_from_the_one_seeded_source() {
+    let source = workspace().join("crates/jadpo-runtime/src/rng.rs");
+    let files: Vec<PathBuf> = crate_sources().into_iter().map(|(_, f)| f).filter(|f| *f != source).collect();
+    let found = occurrences(
+        &files,
+        &[
+            "thread_rng",
+            "rand::rng(",
+            "SeedableRng",
+            "from_entropy",
+            "OsRng",
+            "StdRng",
+            "SmallRng",
+            "ChaCha",
+            "getrandom",
+            "fastrand",
+            "RandomState::new",
+        ],
+    );
+    assert!(
+        found.is_empty(),
+        "every random draw of a run comes from `RandomSource` (crates/jadpo-runtime/src/rng.rs):\n{}",
+        found.join("\n")
+    );
 }
