@@ -5,8 +5,9 @@
 # MISSING node; the queries shipped for Neovim and Helix compile), the TextMate
 # grammar (scope and snapshot tests; every .jadpo file tokenizes, and those without a
 # syntax error end with every block closed and no invalid scope), the VS Code
-# extension (its tests; `vsce package`), and the Neovim setup of docs/editors.md, run
-# as written in a headless Neovim.
+# extension (its committed copy of the TextMate grammar is the grammar; its tests;
+# `vsce package`), and the Neovim setup of docs/editors.md, run as written in a
+# headless Neovim.
 #
 # It expects target/debug/jadpoc (built by `cargo test`) and builds it when missing;
 # it installs the tree-sitter CLI when the pinned version is not on PATH, and the npm
@@ -129,6 +130,10 @@ step "TextMate: scope tests, snapshots, and every .jadpo file tokenized"
 (cd grammar/textmate && npm test --silent)
 node grammar/textmate/tokenize-all.js "$clean" "$broken"
 
+step "VS Code extension: its grammar is a copy of grammar/jadpo.tmLanguage.json"
+node editors/vscode/scripts/sync-grammar.js --check
+echo "editors/vscode/syntaxes/ is up to date"
+
 step "VS Code extension: tests and vsce package"
 (
   cd editors/vscode
@@ -136,7 +141,7 @@ step "VS Code extension: tests and vsce package"
   # No repository URL is published yet; everything else vsce checks applies.
   npx --no-install @vscode/vsce package --allow-missing-repository --out "$work/jadpo.vsix" </dev/null
 )
-# The package holds what VS Code loads: the grammar copied in and the language client.
+# The package holds what VS Code loads: the grammar's copy and the language client.
 node -e '
 const { execFileSync } = require("child_process");
 const listing = execFileSync("python3", ["-m", "zipfile", "-l", process.argv[1]], { encoding: "utf8" });

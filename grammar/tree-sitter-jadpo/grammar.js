@@ -137,7 +137,8 @@ export default grammar({
 
     fake_step: $ => seq('fake', field('connection', $.identifier), ':', field('answers', $.list)),
 
-    emit_step: $ => seq('emit', field('event', $.identifier), field('fields', $.block)),
+    // A declared event, or one of jadpo's own as a path: `emit jadpo.delivery_failed`.
+    emit_step: $ => seq('emit', field('event', choice($.identifier, $.path)), field('fields', $.block)),
 
     wait_step: $ => seq('wait', field('duration', $.duration)),
 

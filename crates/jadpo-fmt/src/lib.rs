@@ -424,7 +424,7 @@ impl<'s> Printer<'s> {
             }
             StepKind::Emit { event, fields } => {
                 self.out.push_str("emit ");
-                self.name(event.text, event.span);
+                self.verbatim(event.span);
                 self.out.push(' ');
                 self.block(fields, BLOCK, 0);
             }
@@ -455,6 +455,17 @@ impl<'s> Printer<'s> {
     fn name(&mut self, text: &str, span: Span) {
         self.tok(span.start);
         self.out.push_str(text);
+    }
+
+    /// Writes the text of `span` as written, with the comments inside it: a name
+    /// whose text is its source (`jadpo.delivery_failed`, where spaces or a comment
+    /// around the `.` make it no event's name), kept so that its meaning is.
+    fn verbatim(&mut self, span: Span) {
+        self.tok(span.start);
+        self.out.push_str(self.src.get(span.range()).unwrap_or(""));
+        while self.comments.get(self.next).is_some_and(|c| c.span.start < span.end) {
+            self.next += 1;
+        }
     }
 
     fn block(&mut self, block: &Block<'_>, brackets: Brackets, reserve: usize) {

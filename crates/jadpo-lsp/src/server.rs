@@ -430,7 +430,7 @@ impl Server {
                 doc.text.clone()
             } else {
                 let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) else { continue };
-                if bytes.len() > u32::MAX as usize {
+                if bytes.len() > jadpo_syntax::MAX_SOURCE_LEN {
                     continue;
                 }
                 match String::from_utf8(bytes) {

@@ -5,7 +5,8 @@
 
 use std::borrow::Cow;
 
-/// A byte range in one file. `u32` keeps the tree small; files over 4 GiB are refused.
+/// A byte range in one file. `u32` keeps the tree small; longer files are refused
+/// ([`crate::MAX_SOURCE_LEN`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
     pub start: u32,

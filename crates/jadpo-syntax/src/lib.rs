@@ -87,6 +87,10 @@ pub struct Parsed<'a> {
     pub comments: Vec<ast::Comment>,
 }
 
+/// The most bytes a file's text may have, since spans are `u32` byte offsets. The
+/// tools refuse a longer text before parsing it.
+pub const MAX_SOURCE_LEN: usize = u32::MAX as usize;
+
 /// Parses one file. Never fails and never panics: a broken declaration becomes
 /// [`ast::Body::Broken`] (or is skipped when not even its name was read) and an
 /// error.

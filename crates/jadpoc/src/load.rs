@@ -2,6 +2,8 @@
 //! program.
 
 use jadpo_check::{Checked, Lower, Program, SourceFile, check};
+use jadpo_syntax::MAX_SOURCE_LEN;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -68,22 +70,43 @@ pub fn read_sources(files: &[PathBuf]) -> Result<Vec<SourceFile>, LoadError> {
     files
         .iter()
         .map(|path| {
-            let bytes = std::fs::read(path)
-                .map_err(|e| LoadError(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))?;
-            if bytes.len() > u32::MAX as usize {
-                return Err(LoadError(format!("`{}` is larger than 4 GiB", path.display())));
-            }
-            let text = String::from_utf8(bytes).map_err(|e| {
-                let valid = e.utf8_error().valid_up_to();
-                let before = &e.as_bytes()[..valid];
-                let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-                let col = std::str::from_utf8(&before[before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)..])
-                    .map_or(1, |s| s.chars().count() + 1);
-                LoadError(format!("`{}` is not UTF-8 text: invalid byte at line {line}, column {col}", path.display()))
-            })?;
+            let what = format!("`{}`", path.display());
+            let cannot = |e: std::io::Error| LoadError(format!("cannot read {what}: {}", io_reason(&e)));
+            let file = std::fs::File::open(path).map_err(cannot)?;
+            let len = file.metadata().map_err(cannot)?.len();
+            let text = read_text(file, Some(len), &what)?;
             Ok(SourceFile { name: display_name(path), text })
         })
         .collect()
+}
+
+/// Reads one source's text: refused when it has more than [`MAX_SOURCE_LEN`] bytes
+/// or is not UTF-8. `what` names it in messages (`` `a.jadpo` ``, `stdin`); `len` is
+/// its length when known before reading (a regular file's), so that an over-size
+/// source is refused without reading it, and any other is read no further than the
+/// limit.
+pub fn read_text(input: impl Read, len: Option<u64>, what: &str) -> Result<String, LoadError> {
+    let too_large = || LoadError(format!("{what} is too large: a source may have at most {MAX_SOURCE_LEN} bytes"));
+    let limit = u64::try_from(MAX_SOURCE_LEN).unwrap_or(u64::MAX);
+    if len.is_some_and(|len| len > limit) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(len.and_then(|len| usize::try_from(len).ok()).unwrap_or(0));
+    input
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| LoadError(format!("cannot read {what}: {}", io_reason(&e))))?;
+    if bytes.len() > MAX_SOURCE_LEN {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..valid];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let col = std::str::from_utf8(&before[before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)..])
+            .map_or(1, |s| s.chars().count() + 1);
+        LoadError(format!("{what} is not UTF-8 text: invalid byte at line {line}, column {col}"))
+    })
 }
 
 /// A path as shown in diagnostics: as given, without a leading `./`.

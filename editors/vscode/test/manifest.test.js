@@ -22,6 +22,8 @@ test('the grammar is the repository TextMate grammar', () => {
   const source = JSON.parse(fs.readFileSync(path.join(root, '..', '..', 'grammar', 'jadpo.tmLanguage.json'), 'utf8'));
   assert.equal(source.scopeName, grammar.scopeName);
   assert.equal(grammar.path, './syntaxes/jadpo.tmLanguage.json');
+  // Committed, so that the extension runs from a checkout as it is.
+  assert.ok(fs.existsSync(path.join(root, grammar.path)));
 });
 
 test('the server path setting defaults to jadpoc', () => {

@@ -169,6 +169,11 @@
 (emit_step
   event: (identifier) @type)
 
+(emit_step
+  event: (path
+    head: (identifier) @module
+    segment: (identifier) @type))
+
 (retry_step
   subscriber: (identifier) @function)
 

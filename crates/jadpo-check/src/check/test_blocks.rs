@@ -76,8 +76,8 @@ impl<'a> Cx<'_, 'a> {
     pub(super) fn missing_fakes(&mut self, file: usize, faked: &[usize], emitted: &[(usize, Name<'a>)]) {
         for &(event, name) in emitted {
             let mut missing: Vec<&'a str> = Vec::new();
-            for &(_, decl) in self.decls.iter() {
-                let Some(conn) = self.subscriber_connection(decl, event) else { continue };
+            for &(decl_file, decl) in self.decls.iter() {
+                let Some(conn) = self.subscriber_connection(decl_file, decl, event) else { continue };
                 let conn_name = self.decls[conn].1.name.text;
                 if !faked.contains(&conn) && !missing.contains(&conn_name) {
                     missing.push(conn_name);
@@ -98,15 +98,19 @@ impl<'a> Cx<'_, 'a> {
         }
     }
 
-    /// The connection a subscriber of `event` calls through, when `decl` is one.
-    pub(super) fn subscriber_connection(&self, decl: &Decl<'a>, event: usize) -> Option<usize> {
+    /// The connection a subscriber of `event` calls through, when `decl` (of `file`)
+    /// is one.
+    pub(super) fn subscriber_connection(&self, file: usize, decl: &Decl<'a>, event: usize) -> Option<usize> {
         use jadpo_syntax::ast::Body;
         if decl.kind != DeclKind::Subscriber {
             return None;
         }
         let Body::Block { block, .. } = &decl.body else { return None };
-        let on = match block.get("on")?.value.kind {
+        let on = &block.get("on")?.value;
+        let on = match on.kind {
             ValueKind::Ident { name, .. } => name,
+            // One of jadpo's own events, looked up as written (as `on:` is checked).
+            ValueKind::Path([ns, _]) if ns.text == "jadpo" => self.written(file, on.span),
             _ => return None,
         };
         if self.lookup(DeclKind::Event, on)? != event {

@@ -111,3 +111,37 @@ subscriber s { on: jadpo.conection_unavailable  run: a(event.held) }
     assert_eq!(&text[d.span.range()], "jadpo.conection_unavailable");
     assert_eq!(d.help.as_deref(), Some("did you mean `jadpo.connection_unavailable`?"));
 }
+
+#[test]
+fn an_emit_of_a_builtin_event_is_checked_against_its_fields() {
+    let program = "connection c { url: \"https://x.example.com\" }
+action a(n: int) { via: c }
+subscriber s { on: jadpo.connection_recovered  run: a(event.outage_ms) }
+";
+    let says = |emit: &str| -> Vec<(Code, String, String)> {
+        let text = format!("{program}test \"t\" {{\n    fake c: [ok]\n    {emit}\n}}\n");
+        diagnostics(&text).into_iter().map(|d| (d.code, text[d.span.range()].to_string(), d.message)).collect()
+    };
+    let emit = "emit jadpo.connection_recovered";
+    assert_eq!(says(&format!("{emit} {{ \"connection\": \"c\", outage_ms: 60000 }}")), []);
+    assert_eq!(
+        says(&format!("{emit} {{ \"connection\": \"c\", outage_ms: 1, since: \"x\" }}")),
+        [(
+            Code::TestUnknownField,
+            "since".into(),
+            "the event `jadpo.connection_recovered` has no field `since`".into()
+        )]
+    );
+    assert_eq!(
+        says(&format!("{emit} {{ \"connection\": \"c\", outage_ms: \"1m\" }}")),
+        [(Code::TestInvalidEmit, "\"1m\"".into(), "`outage_ms` takes `int`, found `string`".into())]
+    );
+    assert_eq!(
+        says(&format!("{emit} {{ outage_ms: 1 }}")),
+        [(
+            Code::TestInvalidEmit,
+            "jadpo.connection_recovered".into(),
+            "this emit of `jadpo.connection_recovered` misses the required field `connection`".into()
+        )]
+    );
+}

@@ -126,6 +126,18 @@ test "empty" {}
 }
 
 #[test]
+fn an_emit_of_a_builtin_event_keeps_its_name_as_written() {
+    let src = "test \"t\" { emit jadpo.delivery_failed { delivery: \"1\", \"event\": \"2\" }\n emit jadpo /* no event */ . delivery_parked {} }";
+    // Written with a space or a comment around its `.`, the name is no event's: it
+    // stays as written, so that the checker says so again, and the comment is
+    // written once.
+    assert_eq!(
+        fmt(src),
+        "test \"t\" {\n    emit jadpo.delivery_failed { delivery: \"1\", \"event\": \"2\" }\n    emit jadpo /* no event */ . delivery_parked {}\n}\n"
+    );
+}
+
+#[test]
 fn line_endings_tabs_and_trailing_whitespace_are_normalised() {
     let src =
         "event E {\r\n\tid: string   \r\n\tn: int\t// tabbed\r\n}\r\n\r\n\r\n\r\nevent F {\r\n\tid: string\r\n}   ";

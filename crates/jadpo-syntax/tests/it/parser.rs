@@ -2,7 +2,7 @@
 //! declaration, and survives any input.
 
 use jadpo_syntax::SyntaxErrorKind as K;
-use jadpo_syntax::ast::{Body, CommentKind, DeclKind, ValueKind};
+use jadpo_syntax::ast::{Body, CommentKind, DeclKind, StepKind, ValueKind};
 use jadpo_syntax::parse;
 use proptest::prelude::*;
 
@@ -64,6 +64,31 @@ fn test_blocks_parse_their_steps() {
     let Body::Steps { title, steps } = &p.file.decls[0].body else { panic!("steps") };
     assert_eq!(title, "ledger down");
     assert_eq!(steps.len(), 7);
+}
+
+#[test]
+fn an_emit_names_a_declared_event_or_a_dotted_built_in_one() {
+    let src = "test \"t\" {\n    emit jadpo.delivery_failed { delivery: \"1\" }\n    emit Paid { id: \"p1\" }\n    emit jadpo . delivery_parked {}\n}";
+    let p = parse(src);
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    let Body::Steps { steps, .. } = &p.file.decls[0].body else { panic!("steps") };
+    let names: Vec<_> = steps
+        .iter()
+        .map(|s| match &s.kind {
+            StepKind::Emit { event, fields } => (event.text, &src[event.span.range()], fields.entries.len()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // The name is the text as written, as `on: jadpo.NAME` is looked up: written
+    // with spaces, it names no event, which the checker reports.
+    assert_eq!(
+        names,
+        [
+            ("jadpo.delivery_failed", "jadpo.delivery_failed", 1),
+            ("Paid", "Paid", 1),
+            ("jadpo . delivery_parked", "jadpo . delivery_parked", 0)
+        ]
+    );
 }
 
 #[test]

@@ -1,10 +1,9 @@
 //! `jadpoc fmt [PATHS...] [--check]` and `jadpoc fmt -`: the canonical layout, in
 //! place, as a check for CI, or from stdin to stdout for editors.
 
-use crate::load::{find_files, read_sources};
+use crate::load::{find_files, read_sources, read_text};
 use crate::render;
 use jadpo_check::{Checked, Lower, SourceFile, check};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -101,16 +100,13 @@ fn replace(path: &Path, text: &str) -> std::io::Result<()> {
 /// `-` instead when the text would change.
 fn format_stdin(check_only: bool) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut bytes = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
-        eprintln!("jadpoc: cannot read stdin: {}", e.to_string().to_lowercase());
-        outcome.io_error = true;
-        return outcome;
-    }
-    let Ok(text) = String::from_utf8(bytes) else {
-        eprintln!("jadpoc: stdin is not UTF-8 text");
-        outcome.io_error = true;
-        return outcome;
+    let text = match read_text(std::io::stdin().lock(), stdin_len(), "stdin") {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("jadpoc: {e}");
+            outcome.io_error = true;
+            return outcome;
+        }
     };
     let source = SourceFile { name: "<stdin>".into(), text };
     if let Some(formatted) = format_or_report(&source, &mut outcome) {
@@ -122,6 +118,20 @@ fn format_stdin(check_only: bool) -> Outcome {
         }
     }
     outcome
+}
+
+/// Stdin's length when it is a regular file (`jadpoc fmt - < in.jadpo`), known
+/// before any of it is read, as a file's is.
+fn stdin_len() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        let meta = std::fs::File::from(fd).metadata().ok()?;
+        meta.is_file().then_some(meta.len())
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 /// The formatted text, or `None` after printing the file's syntax errors to stderr

@@ -146,6 +146,31 @@ fn paths_that_cannot_be_read_exit_2() {
 }
 
 #[test]
+fn an_over_size_stdin_is_refused_as_an_over_size_file_is() {
+    // One byte over the limit, in a sparse file: nothing is written to disk, and
+    // neither input is read, since a regular file's length is known beforehand.
+    let dir = project(&[]);
+    let big = dir.path().join("big.jadpo");
+    let len = u64::try_from(jadpo_syntax::MAX_SOURCE_LEN).expect("the limit fits in u64") + 1;
+    std::fs::File::create(&big).and_then(|f| f.set_len(len)).expect("a sparse file");
+    let limit = format!("is too large: a source may have at most {} bytes", jadpo_syntax::MAX_SOURCE_LEN);
+
+    let out = jadpoc(dir.path(), &["fmt", "big.jadpo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), format!("jadpoc: `big.jadpo` {limit}\n"));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_jadpoc"))
+        .args(["fmt", "-"])
+        .env("NO_COLOR", "1")
+        .stdin(std::fs::File::open(&big).expect("open"))
+        .output()
+        .expect("jadpoc runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr), format!("jadpoc: stdin {limit}\n"));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn the_examples_are_formatted() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = jadpoc(&root, &["fmt", "--check", "examples"]);

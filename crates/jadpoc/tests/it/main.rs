@@ -6,6 +6,7 @@ mod check_cli;
 mod cli;
 mod common;
 mod docs;
+mod editors;
 mod events_cli;
 mod fmt_cli;
 mod http_e2e;

@@ -172,6 +172,11 @@
 (emit_step
   event: (identifier) @type)
 
+(emit_step
+  event: (path
+    head: (identifier) @namespace
+    segment: (identifier) @type))
+
 (retry_step
   subscriber: (identifier) @function)
 
