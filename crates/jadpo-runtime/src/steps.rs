@@ -181,6 +181,9 @@ impl Runtime {
         let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
         let raiser = Raiser { program: &self.program };
+        // Started before the store reads any breaker's row: outcomes recorded
+        // while this claim runs still count for it.
+        let view = self.breakers.claim();
         let claimed = self.store.claim_raising(
             now_ms,
             limit,
@@ -191,7 +194,7 @@ impl Runtime {
                     // The probe: the store's row decides it, conditionally.
                     return (decision, next);
                 }
-                match self.breakers.gate(&c.connection, &c.breaker, &decision) {
+                match view.gate(&c.connection, &c.breaker, &decision) {
                     Gate::Run => {
                         if matches!(decision, ClaimDecision::Run { .. }) {
                             *let_through.entry(c.connection.clone()).or_default() += 1;
@@ -207,6 +210,7 @@ impl Runtime {
             },
             &raiser,
         );
+        drop(view);
         let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
         for c in started {
             if let Some(n) = let_through.get_mut(&c.connection) {

@@ -1,15 +1,23 @@
-//! The `Runtime`'s steps on an in-memory store under a virtual clock: what they
-//! record and report.
+//! The `Runtime`'s steps on an in-memory store (on PostgreSQL where only it lets
+//! two steps interleave) under a virtual clock: what they record and report.
 
+use crate::common;
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::{Clock, SystemClock, VirtualClock};
 use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_runtime::rng::RandomSource;
+use jadpo_runtime::rules::Failure;
+use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
 use jadpo_runtime::rules::{self, Outcome};
 use jadpo_runtime::steps::{RunSummary, Runtime};
-use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, SqliteStore, Store};
+use jadpo_runtime::store::{
+    AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule, DeliveryFilter,
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent, OpenOptions,
+    PgStore, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SqliteStore,
+    StatusView, Store, StoreError, UnexpandedEvent, Waker,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -295,4 +303,175 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].event_id, 3, "the delivery not final is kept");
     assert!(matches!(left[0].state, DeliveryState::Pending | DeliveryState::Running), "{left:?}");
+}
+
+/// A store that runs `hook` once inside its next claim, at the claim's first
+/// decision (after the claim has read the breaker's row): another task's write
+/// landing in the middle of a claim. Everything else is the inner store's.
+struct Interleaved {
+    inner: Arc<dyn Store>,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Store for Interleaved {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.emit(events, now_ms)
+    }
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_due_ms()
+    }
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.inner.deliveries(filter)
+    }
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        self.inner.delivery(id)
+    }
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.inner.retry(ids, now_ms)
+    }
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.inner.status(now_ms)
+    }
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.inner.sync_schedules(schedules, now_ms)
+    }
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.inner.claim_schedules(schedules, now_ms)
+    }
+    fn record_schedule(&self, name: &str, run: u64, ended: i64, f: Option<&Failure>) -> Result<bool, StoreError> {
+        self.inner.record_schedule(name, run, ended, f)
+    }
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_schedule_due_ms()
+    }
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.inner.breakers()
+    }
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.inner.next_sweep_ms(now_ms)
+    }
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.inner.pause_connection(connection, pause)
+    }
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.inner.resume_connection(connection, by, reason, now_ms)
+    }
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.inner.knows_connection(connection)
+    }
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_batch(plan)
+    }
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_preview(plan)
+    }
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.inner.expand_events(now_ms, limit, expand)
+    }
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        self.inner.events(filter)
+    }
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        self.inner.event(id)
+    }
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.replay(replays, now_ms)
+    }
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.inner.event_counts()
+    }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.db_now_ms()
+    }
+    fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
+        self.inner.listen(wake)
+    }
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        let mut hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut decide_after_hook = |c: &ClaimCandidate| {
+            if let Some(hook) = hook.take() {
+                hook();
+            }
+            decide(c)
+        };
+        self.inner.claim_raising(now_ms, limit, &mut decide_after_hook, raise)
+    }
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        self.inner.record_raising(outcomes, raised, raise)
+    }
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
+    }
+}
+
+/// The process's own failures hold its claims however their writes and its
+/// claims interleave: the fifth failure, written while a claim runs (after the
+/// claim read the breaker's row without it), still holds that claim's
+/// deliveries. Only PostgreSQL lets a write land inside a claim (on SQLite the
+/// claim's transaction keeps the write waiting), so the test runs there.
+#[test]
+fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
+    let Some(db) = common::fixture::pg_database() else { return };
+    let pg = PgStore::open(&db.url, OpenOptions::read_write()).expect("open the store");
+    let store = Arc::new(Interleaved { inner: Arc::new(pg), hook: std::sync::Mutex::new(None) });
+    let clock = Arc::new(VirtualClock::new(T0));
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(Vec::new()))];
+    let config = RuntimeConfig::default();
+    let rt = Arc::new(Runtime::new(program(), store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+    let events: Vec<NewEvent> = (0..10)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        })
+        .collect();
+    store.emit(&events, T0).expect("emit");
+    let unavailable = Outcome::fail(FailureKind::Unavailable, "http.503");
+
+    // Four calls fail and are written (the store's row counts four); a fifth
+    // fails, which opens the breaker in this process before it is written.
+    let first = rt.claim_due(T0, 10).expect("claim").report.run;
+    assert_eq!(first.len(), 4, "the connection's `max_in_flight` attempts");
+    let done: Vec<_> = first.iter().map(|c| rt.conclude(c, unavailable.clone(), T0 + 1)).collect();
+    assert_eq!(rt.record_outcomes(&done).expect("record"), 4);
+    let fifth = rt.claim_due(T0 + 2, 1).expect("claim").report.run;
+    assert_eq!(fifth.len(), 1);
+    let fifth = rt.conclude(&fifth[0], unavailable, T0 + 3);
+
+    // The committer writes the fifth while the next claim runs.
+    let committer = rt.clone();
+    *store.hook.lock().expect("hook") = Some(Box::new(move || {
+        assert_eq!(committer.record_outcomes(&[fifth]).expect("record"), 1);
+    }));
+    let r = rt.claim_due(T0 + 4, 10).expect("claim").report;
+    assert_eq!((r.run.len(), r.held.len()), (0, 5), "the five left are held: {r:?}");
+    let row = store.breakers().expect("breakers").into_iter().find(|b| b.connection == "c").expect("a row");
+    assert_eq!((row.row.state, row.held), (jadpo_check::program::BreakerState::Open, 5));
 }
