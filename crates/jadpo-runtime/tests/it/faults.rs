@@ -15,10 +15,10 @@ use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
 use jadpo_runtime::rules::{Failure, Outcome};
 use jadpo_runtime::steps::Runtime;
 use jadpo_runtime::store::{
-    AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule, DeliveryFilter,
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, PruneCounts, PrunePlan,
-    Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError, UnexpandedEvent,
-    Waker,
+    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, PruneCounts,
+    PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
+    UnexpandedEvent, Waker,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,6 +101,9 @@ impl Store for BreaksWhenArmed {
     }
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
         self.inner.breakers()
+    }
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.inner.breaker_history(connection)
     }
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.inner.next_sweep_ms(now_ms)

@@ -13,10 +13,10 @@ use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
 use jadpo_runtime::rules::{self, Outcome};
 use jadpo_runtime::steps::{RunSummary, Runtime};
 use jadpo_runtime::store::{
-    AttemptView, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule, DeliveryFilter,
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent, OpenOptions,
-    PgStore, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SqliteStore,
-    StatusView, Store, StoreError, UnexpandedEvent, Waker,
+    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
+    OpenOptions, PgStore, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    SqliteStore, StatusView, Store, StoreError, UnexpandedEvent, Waker,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -346,6 +346,9 @@ impl Store for Interleaved {
     }
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
         self.inner.breakers()
+    }
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.inner.breaker_history(connection)
     }
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.inner.next_sweep_ms(now_ms)
