@@ -5,7 +5,6 @@
 use crate::common::T0;
 use crate::common::fixture::Fixture;
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::{VirtualClock, rfc3339};
 use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::payload::new_event;
@@ -61,8 +60,7 @@ subscriber on_recovered {
 "#;
 
 fn program() -> Arc<Program> {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: PROGRAM.into() }], Lower::Yes);
-    Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)))
+    jadpo_test_support::program(PROGRAM)
 }
 
 /// A runtime on a new handle of the fixture's store, as one process.

@@ -3,7 +3,6 @@
 //! answered is stored, once).
 
 use jadpo_check::program::Program;
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::SystemClock;
 use jadpo_runtime::ingest::{Ingest, IngestLimits, MAX_BODY, serve};
 use jadpo_runtime::store::{DeliveryFilter, SqliteStore, Store};
@@ -35,8 +34,7 @@ subscriber rec {
 const PAID: &str = r#"{"id": "p1", "cents": 5}"#;
 
 fn program() -> Arc<Program> {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: PROGRAM.into() }], Lower::Yes);
-    Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)))
+    jadpo_test_support::program(PROGRAM)
 }
 
 /// A running ingest on 127.0.0.1; dropping `stop` does not stop it, sending `true` does.

@@ -38,8 +38,7 @@ subscriber rec {
 "#;
 
 fn program() -> Arc<Program> {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: PROGRAM.into() }], Lower::Yes);
-    Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)))
+    jadpo_test_support::program(PROGRAM)
 }
 
 fn runtime(drivers: Vec<Arc<dyn Driver>>) -> (Runtime, Arc<SqliteStore>, Arc<VirtualClock>) {

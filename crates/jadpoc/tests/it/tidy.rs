@@ -14,21 +14,7 @@ fn workspace() -> PathBuf {
 
 /// Every `.rs` file under `dir`, sorted.
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    jadpo_test_support::files_under(dir, ".rs")
 }
 
 /// A source file's non-test lines, numbered from 1, comments left out. An item
@@ -228,7 +214,12 @@ fn tidy_the_runtime_rules_read_no_clock_do_no_io_and_own_no_rng() {
 
 #[test]
 fn tidy_only_jadpoc_does_terminal_io() {
-    let files: Vec<PathBuf> = crate_sources().into_iter().filter(|(c, _)| c != "jadpoc").map(|(_, f)| f).collect();
+    // The tests' shared helpers run only in tests, where a skip is said on stdout.
+    let files: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|(c, _)| c != "jadpoc" && c != "jadpo-test-support")
+        .map(|(_, f)| f)
+        .collect();
     assert!(!files.is_empty());
     let terminal = [
         "println!",
@@ -298,17 +289,7 @@ fn text_files() -> Vec<PathBuf> {
     let root = workspace();
     let mut files = rust_files(&root.join("crates"));
     for dir in ["docs", "crates/jadpo-check/docs"] {
-        let mut stack = vec![root.join(dir)];
-        while let Some(d) = stack.pop() {
-            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|e| e == "md") {
-                    files.push(path);
-                }
-            }
-        }
+        files.extend(jadpo_test_support::files_under(&root.join(dir), ".md"));
     }
     files.push(root.join("README.md"));
     files
@@ -352,6 +333,8 @@ const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
     ("jadpo-lsp", &["jadpo-check", "jadpo-fmt", "jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
     ("jadpo-runtime", &["jadpo-check"], &[]),
     ("jadpoc", &["jadpo-check", "jadpo-fmt", "jadpo-lsp", "jadpo-runtime", "jadpo-syntax"], &[]),
+    // Tests' shared helpers: a dev-dependency only, so no crate above names it.
+    ("jadpo-test-support", &["jadpo-check"], &["tokio", "rusqlite", "hyper"]),
 ];
 
 /// Each workspace crate's normal dependencies, as `cargo metadata` reads the

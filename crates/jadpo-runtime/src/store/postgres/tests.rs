@@ -14,39 +14,22 @@ use super::{PgStore, Prepared, breakers, claims, outcomes};
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Decision, Outcome};
 use jadpo_check::program::{BreakerState, DeliveryState};
-use postgres::{Client, NoTls};
+use jadpo_test_support::PgDatabase;
+use postgres::Client;
 use std::time::{Duration, Instant};
 
 const T0: i64 = 1_700_000_000_000;
 
 /// A fresh database, dropped after.
 struct Db {
-    admin: String,
-    name: String,
+    db: PgDatabase,
     url: String,
 }
 
 impl Db {
     fn new() -> Option<Db> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-        let mut c = match Client::connect(&admin, NoTls) {
-            Ok(c) => c,
-            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipped: needs PostgreSQL ({admin}: {e}); or set JADPO_TEST_POSTGRES_URL");
-                return None;
-            }
-        };
-        let name = format!("jadpo_u_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
-        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
-        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(Db { url: format!("{base}/{name}"), admin, name })
+        let db = PgDatabase::new("jadpo_u")?;
+        Some(Db { url: db.url.clone(), db })
     }
 
     /// The store, with one pending delivery (id 1) of connection `c`, due at `T0`.
@@ -57,7 +40,7 @@ impl Db {
     }
 
     fn client(&self) -> Client {
-        Client::connect(&self.url, NoTls).expect("connect")
+        self.db.client()
     }
 
     fn meddle(&self, sql: &str) {
@@ -102,14 +85,6 @@ impl Db {
             tx.commit().expect("commit");
             running.join().expect("the statement")
         })
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Ok(mut c) = Client::connect(&self.admin, NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
     }
 }
 

@@ -100,16 +100,8 @@ pub fn sqlite() -> Option<Box<dyn Fixture>> {
     Some(Box::new(SqliteFile::new()))
 }
 
-/// The server the PostgreSQL suite runs on; `JADPO_TEST_POSTGRES_URL` overrides it.
-pub const TEST_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
 /// A PostgreSQL store in a database of its own, dropped after the test.
-pub struct PgDatabase {
-    admin: String,
-    name: String,
-    /// The store's URL.
-    pub url: String,
-}
+pub use jadpo_test_support::PgDatabase;
 
 impl Fixture for PgDatabase {
     fn open(&self) -> Box<dyn Store> {
@@ -156,14 +148,6 @@ impl Fixture for PgDatabase {
     }
 }
 
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
-}
-
 /// A fresh database on the test server, or `None` when no server answers and
 /// this is not CI (`CI=true`), where the suite must run and fails instead.
 pub fn postgres() -> Option<Box<dyn Fixture>> {
@@ -172,27 +156,5 @@ pub fn postgres() -> Option<Box<dyn Fixture>> {
 
 /// As [`postgres`], the database itself.
 pub fn pg_database() -> Option<PgDatabase> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let admin = std::env::var("JADPO_TEST_POSTGRES_URL").unwrap_or_else(|_| TEST_POSTGRES_URL.to_string());
-    let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
-        Ok(c) => c,
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("the PostgreSQL suite must run in CI, and no server answers at {admin}: {e}")
-        }
-        Err(e) => {
-            eprintln!(
-                "skipped: the PostgreSQL store suite needs a server ({admin}: {e}); start PostgreSQL with \
-                 trust authentication for user `postgres` and a database `test` on 127.0.0.1:5432, or set \
-                 JADPO_TEST_POSTGRES_URL"
-            );
-            return None;
-        }
-    };
-    let name = format!("jadpo_t_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-    // One statement each: neither may run inside a transaction block.
-    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop a stale test database");
-    c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create a test database");
-    let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-    Some(PgDatabase { url: format!("{base}/{name}"), admin, name })
+    PgDatabase::new("jadpo_t")
 }

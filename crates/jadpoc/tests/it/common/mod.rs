@@ -168,9 +168,8 @@ pub fn state(d: &Value) -> &str {
 /// A fresh PostgreSQL database for one test, dropped after; `None` (with a
 /// message) when no server answers outside CI.
 pub struct PgDb {
-    admin: String,
-    name: String,
     pub url: String,
+    _db: jadpo_test_support::PgDatabase,
     /// Held while the test uses the server, so that a test restarting it waits.
     _shared: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
@@ -191,36 +190,7 @@ impl PgDb {
     }
 
     fn create(shared: Option<std::sync::RwLockReadGuard<'static, ()>>) -> Option<PgDb> {
-        let admin = std::env::var("JADPO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string());
-        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
-            Ok(c) => c,
-            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
-            }
-            Err(e) => {
-                eprintln!(
-                    "skipped: needs PostgreSQL ({admin}: {e}); start it on 127.0.0.1:5432 with trust \
-                     authentication for user `postgres` and a database `test`, or set JADPO_TEST_POSTGRES_URL"
-                );
-                return None;
-            }
-        };
-        // Tests run at once in one process: each has a database of its own.
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let name = format!("jadpoc_t_{}_{n}", std::process::id());
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop");
-        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
-        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
-        Some(PgDb { url: format!("{base}/{name}"), admin, name, _shared: shared })
-    }
-}
-
-impl Drop for PgDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
+        let db = jadpo_test_support::PgDatabase::new("jadpoc_t")?;
+        Some(PgDb { url: db.url.clone(), _db: db, _shared: shared })
     }
 }

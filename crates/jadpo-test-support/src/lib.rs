@@ -1,0 +1,100 @@
+//! What the jadpo crates' tests share, written once: [`program`] (a checked
+//! program from text), [`PgDatabase`] (a fresh PostgreSQL database per test), and
+//! [`files_under`] (a folder's files, walked). A dev-dependency only.
+//!
+//! A test's failure is a panic here by design: these run only in tests.
+
+use jadpo_check::program::Program;
+use jadpo_check::{Lower, SourceFile, check};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The checked program of `text` (one file, `test.jadpo`); panics with the
+/// diagnostics when it does not check.
+pub fn program(text: &str) -> Arc<Program> {
+    let checked = check(&[SourceFile { name: "test.jadpo".into(), text: text.into() }], Lower::Yes);
+    match checked.program {
+        Some(p) => Arc::new(p),
+        None => panic!("the test's program does not check: {:#?}", checked.diagnostics),
+    }
+}
+
+/// The server the PostgreSQL tests run on; `JADPO_TEST_POSTGRES_URL` overrides it.
+pub const TEST_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A fresh database on the test server for one test, dropped with it.
+#[derive(Debug)]
+pub struct PgDatabase {
+    /// The database's URL.
+    pub url: String,
+    admin: String,
+    name: String,
+}
+
+impl PgDatabase {
+    /// A new database whose name starts with `prefix`, or `None` when no server
+    /// answers and this is not CI (`CI=true`), where the PostgreSQL tests must run
+    /// and fail instead. A skip says so on the test's output, which the test
+    /// harness shows for a test that is run alone or fails.
+    pub fn new(prefix: &str) -> Option<PgDatabase> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let admin = std::env::var("JADPO_TEST_POSTGRES_URL").unwrap_or_else(|_| TEST_POSTGRES_URL.to_string());
+        let mut c = match postgres::Client::connect(&admin, postgres::NoTls) {
+            Ok(c) => c,
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("the PostgreSQL tests must run in CI, and no server answers at {admin}: {e}")
+            }
+            Err(e) => {
+                println!(
+                    "skipped: needs PostgreSQL ({admin}: {e}); start it with trust authentication for user \
+                     `postgres` and a database `test` on 127.0.0.1:5432, or set JADPO_TEST_POSTGRES_URL"
+                );
+                return None;
+            }
+        };
+        let name = format!("{prefix}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        // One statement each: neither may run inside a transaction block.
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).expect("drop a stale test database");
+        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("create a test database");
+        let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+        Some(PgDatabase { url: format!("{base}/{name}"), admin, name })
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A client of the database.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("connect to the test database")
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
+
+/// Every file under `dir` (recursively) whose name ends with `suffix`, sorted;
+/// none when `dir` does not exist.
+pub fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(suffix)) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
