@@ -141,6 +141,11 @@ impl Runtime {
         // (and the action is not idempotent), the time limit cannot say the call
         // did not happen.
         let sent = SendMark::new();
+        // A limit that passed before the call starts (its claim was slow to
+        // write) ends it unmade: a request sent now would be cut at once.
+        if self.clock.now_ms() >= p.deadline_ms {
+            return sent.at_time_limit();
+        }
         tokio::select! {
             o = p.driver.call_marked(p.request, sent.clone()) => o,
             _ = self.clock.sleep_until(p.deadline_ms) => sent.at_time_limit(),
