@@ -236,7 +236,13 @@ impl Runtime {
         // The driver tells whether the request may have reached the provider: if so
         // (and the action is not idempotent), the time limit cannot say the call
         // did not happen. It is told the limit, for its own waits.
-        let sent = SendMark::with_time_left(p.deadline_ms.saturating_sub(self.clock.now_ms()));
+        let now = self.clock.now_ms();
+        let sent = SendMark::with_time_left(p.deadline_ms.saturating_sub(now));
+        // A limit that passed before the call starts (its claim was slow to
+        // write) ends it unmade: a request sent now would be cut at once.
+        if now >= p.deadline_ms {
+            return sent.at_time_limit();
+        }
         tokio::select! {
             o = p.driver.call_marked(p.request, sent.clone()) => o,
             _ = self.clock.sleep_until(p.deadline_ms) => sent.at_time_limit(),

@@ -4,9 +4,9 @@
 use crate::common;
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::clock::{Clock, SystemClock, VirtualClock};
+use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock, VirtualClock};
 use jadpo_runtime::config::RuntimeConfig;
-use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_runtime::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
 use jadpo_runtime::rng::RandomSource;
 use jadpo_runtime::rules::Failure;
 use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
@@ -476,4 +476,104 @@ fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
     assert_eq!((r.run.len(), r.held.len()), (0, 5), "the five left are held: {r:?}");
     let row = store.breakers().expect("breakers").into_iter().find(|b| b.connection == "c").expect("a row");
     assert_eq!((row.row.state, row.held), (jadpo_check::program::BreakerState::Open, 5));
+}
+
+/// The system clock moved on by what `offset_ms` adds (a claim that took that
+/// long, as far as the run's clock goes).
+#[derive(Default)]
+struct JumpingClock {
+    offset_ms: std::sync::atomic::AtomicI64,
+}
+
+impl Clock for JumpingClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms() + self.offset_ms.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
+        let wait = u64::try_from(at_ms.saturating_sub(self.now_ms())).unwrap_or(0);
+        Box::pin(tokio::time::sleep(Duration::from_millis(wait)))
+    }
+}
+
+/// A driver that counts the calls it makes and answers each at once.
+#[derive(Default)]
+struct CountingDriver {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Driver for CountingDriver {
+    fn call(&self, _request: CallRequest) -> BoxFuture<'_, Outcome> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Outcome::ok()
+        })
+    }
+}
+
+const EIGHT_AT_ONCE: &str = r#"
+event Paid { id: string }
+
+connection c { url: "http://127.0.0.1:9/x"  max_in_flight: 8 }
+
+action record(id: string) { via: c  idempotent: true }
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+    timeout: 1s
+}
+"#;
+
+/// An attempt's time limit counts from its claim; one whose limit passed while
+/// its claim was being written (the store slow, the machine loaded) ends
+/// `deadline_exceeded` without calling: a call made then would reach the
+/// provider, be cut at once, and be made again by the retry.
+#[test]
+fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
+    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: EIGHT_AT_ONCE.into() }], Lower::Yes);
+    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let clock = Arc::new(JumpingClock::default());
+    let sqlite = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let store = Arc::new(Interleaved { inner: sqlite, hook: std::sync::Mutex::new(None) });
+    let events: Vec<NewEvent> = (0..8)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        })
+        .collect();
+    store.emit(&events, clock.now_ms()).expect("emit");
+    // The claim takes two seconds of the run's clock: the one-second limit of
+    // every attempt it claims has passed when it ends.
+    let jump = clock.clone();
+    *store.hook.lock().expect("hook") = Some(Box::new(move || {
+        jump.offset_ms.store(2_000, std::sync::atomic::Ordering::SeqCst);
+    }));
+    let driver = Arc::new(CountingDriver::default());
+    let drivers: Vec<Arc<dyn Driver>> = vec![driver.clone()];
+    let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let tried = || {
+        let all = store.deliveries(&DeliveryFilter::default()).expect("read");
+        all.iter().filter(|d| d.attempts == 1 && d.state != DeliveryState::Running).count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tried() < 8 {
+        assert!(Instant::now() < deadline, "the attempts never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    tokio.block_on(run).expect("the run's task").expect("the run");
+
+    assert_eq!(driver.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "a call was made past its time limit");
+    for d in store.deliveries(&DeliveryFilter::default()).expect("read") {
+        let (_, history) = store.delivery(d.id).expect("read").expect("a delivery");
+        let codes: Vec<_> = history.iter().map(|a| a.code.as_deref()).collect();
+        assert_eq!(codes, [Some("deadline_exceeded")], "delivery {}", d.id);
+    }
 }
