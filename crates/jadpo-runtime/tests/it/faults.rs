@@ -4,22 +4,16 @@
 //! stores.
 
 use crate::common::fixture::Fixture;
+use crate::common::{ClaimHook, Hooked};
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock};
 use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::drivers::{CallRequest, Driver};
 use jadpo_runtime::payload::new_event;
 use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
-use jadpo_runtime::rules::{Failure, Outcome};
+use jadpo_runtime::rules::Outcome;
 use jadpo_runtime::steps::Runtime;
-use jadpo_runtime::store::{
-    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewEvent, PruneCounts,
-    PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store, StoreError,
-    UnexpandedEvent, Waker,
-};
+use jadpo_runtime::store::{DeliveryFilter, DeliveryView, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,8 +33,7 @@ subscriber rec {
 "#;
 
 fn program() -> Arc<Program> {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: PROGRAM.into() }], Lower::Yes);
-    Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)))
+    jadpo_test_support::program(PROGRAM)
 }
 
 /// A driver that answers every call `ok`, except a call for the event `boom`,
@@ -56,132 +49,14 @@ impl Driver for BreaksOnBoom {
     }
 }
 
-/// A store whose claims panic once `armed`; everything else is the inner store's.
-struct BreaksWhenArmed {
-    inner: Box<dyn Store>,
-    armed: AtomicBool,
-}
+/// Claims that panic once armed.
+struct Armed(AtomicBool);
 
-impl Store for BreaksWhenArmed {
-    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.inner.emit(events, now_ms)
-    }
-    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.next_due_ms()
-    }
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.inner.deliveries(filter)
-    }
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        self.inner.delivery(id)
-    }
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-        self.inner.retry(ids, now_ms)
-    }
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.inner.status(now_ms)
-    }
-    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
-        self.inner.sync_schedules(schedules, now_ms)
-    }
-    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        self.inner.claim_schedules(schedules, now_ms)
-    }
-    fn record_schedule(
-        &self,
-        name: &str,
-        run: u64,
-        ended_at_ms: i64,
-        failure: Option<&Failure>,
-    ) -> Result<bool, StoreError> {
-        self.inner.record_schedule(name, run, ended_at_ms, failure)
-    }
-    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.next_schedule_due_ms()
-    }
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.inner.breakers()
-    }
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        self.inner.breaker_history(connection)
-    }
-    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
-        self.inner.next_sweep_ms(now_ms)
-    }
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
-        self.inner.pause_connection(connection, pause)
-    }
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError> {
-        self.inner.resume_connection(connection, by, reason, now_ms)
-    }
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.inner.knows_connection(connection)
-    }
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_batch(plan)
-    }
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_preview(plan)
-    }
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError> {
-        self.inner.expand_events(now_ms, limit, expand)
-    }
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        self.inner.events(filter)
-    }
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        self.inner.event(id)
-    }
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.inner.replay(replays, now_ms)
-    }
-    fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        self.inner.event_counts()
-    }
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.db_now_ms()
-    }
-    fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
-        self.inner.listen(wake)
-    }
-    fn claim_raising(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-        raise: &dyn Raise,
-    ) -> Result<ClaimReport, StoreError> {
-        if self.armed.load(Ordering::SeqCst) {
+impl ClaimHook for Armed {
+    fn starting(&self) {
+        if self.0.load(Ordering::SeqCst) {
             panic!("the store broke claiming");
         }
-        self.inner.claim_raising(now_ms, limit, decide, raise)
-    }
-    fn record_raising(
-        &self,
-        outcomes: &[Recorded],
-        raised: &[Vec<NewEvent>],
-        raise: &dyn Raise,
-    ) -> Result<Vec<usize>, StoreError> {
-        self.inner.record_raising(outcomes, raised, raise)
-    }
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError> {
-        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
     }
 }
 
@@ -319,10 +194,10 @@ fn a_panicking_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
 }
 
 fn a_panicking_store_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
-    let breaking = Arc::new(BreaksWhenArmed { inner: f.open(), armed: AtomicBool::new(false) });
+    let breaking = Arc::new(Hooked { inner: Arc::from(f.open()), hook: Armed(AtomicBool::new(false)) });
     let store: Arc<dyn Store> = breaking.clone();
     let (result, log) = run_until_it_stops(store.clone(), Arc::new(BreaksOnBoom), || {
-        breaking.armed.store(true, Ordering::SeqCst);
+        breaking.hook.0.store(true, Ordering::SeqCst);
         emit(&store, "p2")
     });
     let Err(fault) = result else { panic!("the run ended well: {result:?}") };
@@ -331,7 +206,7 @@ fn a_panicking_store_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
     assert!(!logged.is_empty() && logged.iter().all(|m| m.contains("the store broke claiming")), "{log:?}");
     // A panic is not a store error to wait out and try again.
     assert!(!log.iter().any(|(name, _)| name == "runtime.error"), "{log:?}");
-    breaking.armed.store(false, Ordering::SeqCst);
+    breaking.hook.0.store(false, Ordering::SeqCst);
     let all = tokio::runtime::Builder::new_current_thread().build().expect("tokio").block_on(deliveries(&store));
     assert_eq!(all.len(), 2);
     assert_eq!((all[0].state, all[0].attempts), (DeliveryState::Succeeded, 1));

@@ -394,10 +394,18 @@ async fn ingest_answers_what_it_read_at_a_stop_and_refuses_what_comes_after() {
     // A request whose body is half sent when the stop comes...
     let mut slow = Client::connect(s.addr).await;
     let (sent, rest) = PAID.split_at(PAID.len() / 2);
+    // `100 Continue` says the ingest has read the head and is reading the body:
+    // without it, a loaded machine may not have read the head by the stop.
     slow.send(
-        format!("POST /events/Paid HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{sent}", PAID.len()).as_bytes(),
+        format!(
+            "POST /events/Paid HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+            PAID.len()
+        )
+        .as_bytes(),
     )
     .await;
+    assert_eq!(slow.read(false).await.expect("100 Continue").status, 100);
+    slow.send(sent.as_bytes()).await;
     // ...an idle keep-alive connection...
     let mut idle = Client::connect(s.addr).await;
     assert_eq!(idle.post("/events/Paid", PAID).await.status, 202);

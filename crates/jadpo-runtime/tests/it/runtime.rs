@@ -2,22 +2,16 @@
 //! two steps interleave) under a virtual clock: what they record and report.
 
 use crate::common;
+use crate::common::{ClaimHook, Hooked};
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock, VirtualClock};
 use jadpo_runtime::config::RuntimeConfig;
 use jadpo_runtime::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
 use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::rules::Failure;
-use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
 use jadpo_runtime::rules::{self, Outcome};
 use jadpo_runtime::steps::{RunSummary, Runtime};
-use jadpo_runtime::store::{
-    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
-    OpenOptions, PgStore, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
-    SqliteStore, StatusView, Store, StoreError, UnexpandedEvent, Waker,
-};
+use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, OpenOptions, PgStore, SqliteStore, Store};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -304,132 +298,16 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     assert!(matches!(left[0].state, DeliveryState::Pending | DeliveryState::Running), "{left:?}");
 }
 
-/// A store that runs `hook` once inside its next claim, at the claim's first
-/// decision (after the claim has read the breaker's row): another task's write
-/// landing in the middle of a claim. Everything else is the inner store's.
-struct Interleaved {
-    inner: Arc<dyn Store>,
-    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
+/// Runs its function once, at the first decision of a claim after it was set:
+/// another task's write landing in the middle of a claim.
+#[derive(Default)]
+struct Interleave(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
 
-impl Store for Interleaved {
-    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.inner.emit(events, now_ms)
-    }
-    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.next_due_ms()
-    }
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.inner.deliveries(filter)
-    }
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        self.inner.delivery(id)
-    }
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-        self.inner.retry(ids, now_ms)
-    }
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.inner.status(now_ms)
-    }
-    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
-        self.inner.sync_schedules(schedules, now_ms)
-    }
-    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        self.inner.claim_schedules(schedules, now_ms)
-    }
-    fn record_schedule(&self, name: &str, run: u64, ended: i64, f: Option<&Failure>) -> Result<bool, StoreError> {
-        self.inner.record_schedule(name, run, ended, f)
-    }
-    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.next_schedule_due_ms()
-    }
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.inner.breakers()
-    }
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        self.inner.breaker_history(connection)
-    }
-    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
-        self.inner.next_sweep_ms(now_ms)
-    }
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
-        self.inner.pause_connection(connection, pause)
-    }
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError> {
-        self.inner.resume_connection(connection, by, reason, now_ms)
-    }
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.inner.knows_connection(connection)
-    }
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_batch(plan)
-    }
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_preview(plan)
-    }
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError> {
-        self.inner.expand_events(now_ms, limit, expand)
-    }
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        self.inner.events(filter)
-    }
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        self.inner.event(id)
-    }
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.inner.replay(replays, now_ms)
-    }
-    fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        self.inner.event_counts()
-    }
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.db_now_ms()
-    }
-    fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
-        self.inner.listen(wake)
-    }
-    fn claim_raising(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-        raise: &dyn Raise,
-    ) -> Result<ClaimReport, StoreError> {
-        let mut hook = self.hook.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let mut decide_after_hook = |c: &ClaimCandidate| {
-            if let Some(hook) = hook.take() {
-                hook();
-            }
-            decide(c)
-        };
-        self.inner.claim_raising(now_ms, limit, &mut decide_after_hook, raise)
-    }
-    fn record_raising(
-        &self,
-        outcomes: &[Recorded],
-        raised: &[Vec<NewEvent>],
-        raise: &dyn Raise,
-    ) -> Result<Vec<usize>, StoreError> {
-        self.inner.record_raising(outcomes, raised, raise)
-    }
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError> {
-        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
+impl ClaimHook for Interleave {
+    fn deciding(&self) {
+        if let Some(hook) = self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            hook();
+        }
     }
 }
 
@@ -442,7 +320,7 @@ impl Store for Interleaved {
 fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
     let Some(db) = common::fixture::pg_database() else { return };
     let pg = PgStore::open(&db.url, OpenOptions::read_write()).expect("open the store");
-    let store = Arc::new(Interleaved { inner: Arc::new(pg), hook: std::sync::Mutex::new(None) });
+    let store = Arc::new(Hooked { inner: Arc::new(pg), hook: Interleave::default() });
     let clock = Arc::new(VirtualClock::new(T0));
     let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(Vec::new()))];
     let config = RuntimeConfig::default();
@@ -469,7 +347,7 @@ fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
 
     // The committer writes the fifth while the next claim runs.
     let committer = rt.clone();
-    *store.hook.lock().expect("hook") = Some(Box::new(move || {
+    *store.hook.0.lock().expect("hook") = Some(Box::new(move || {
         assert_eq!(committer.record_outcomes(&[fifth]).expect("record"), 1);
     }));
     let r = rt.claim_due(T0 + 4, 10).expect("claim").report;
@@ -535,7 +413,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
     let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
     let clock = Arc::new(JumpingClock::default());
     let sqlite = Arc::new(SqliteStore::open_in_memory().expect("store"));
-    let store = Arc::new(Interleaved { inner: sqlite, hook: std::sync::Mutex::new(None) });
+    let store = Arc::new(Hooked { inner: sqlite, hook: Interleave::default() });
     let events: Vec<NewEvent> = (0..8)
         .map(|i| NewEvent {
             name: "Paid".into(),
@@ -547,7 +425,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
     // The claim takes two seconds of the run's clock: the one-second limit of
     // every attempt it claims has passed when it ends.
     let jump = clock.clone();
-    *store.hook.lock().expect("hook") = Some(Box::new(move || {
+    *store.hook.0.lock().expect("hook") = Some(Box::new(move || {
         jump.offset_ms.store(2_000, std::sync::atomic::Ordering::SeqCst);
     }));
     let driver = Arc::new(CountingDriver::default());

@@ -6,9 +6,16 @@
 pub mod fixture;
 
 use jadpo_check::program::Budget;
-use jadpo_runtime::rules::{self, Outcome, breaker};
-use jadpo_runtime::store::{ClaimReport, NewDelivery, NewEvent, Recorded, Store, StoreError};
+use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
+use jadpo_runtime::rules::{self, Failure, Outcome, breaker};
+use jadpo_runtime::store::{
+    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
+    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
+    StoreError, UnexpandedEvent, Waker,
+};
 use rand::SeedableRng;
+use std::sync::Arc;
 
 /// The tests' "now" at the start.
 pub const T0: i64 = 1_700_000_000_000;
@@ -84,4 +91,147 @@ pub fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, no
         })
         .collect();
     store.record(&recs).expect("record");
+}
+
+/// What a [`Hooked`] store does in a claim besides the claim itself.
+pub trait ClaimHook: Send + Sync {
+    /// As the claim starts, before the inner store's.
+    fn starting(&self) {}
+    /// At the claim's first decision, after it has read its rows and the
+    /// breaker's: where another task's write lands in the middle of a claim.
+    fn deciding(&self) {}
+}
+
+/// A store whose claims run `hook`; everything else is the inner store's.
+pub struct Hooked<H> {
+    pub inner: Arc<dyn Store>,
+    pub hook: H,
+}
+
+impl<H: ClaimHook> Store for Hooked<H> {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.emit(events, now_ms)
+    }
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_due_ms()
+    }
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.inner.deliveries(filter)
+    }
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        self.inner.delivery(id)
+    }
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.inner.retry(ids, now_ms)
+    }
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.inner.status(now_ms)
+    }
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.inner.sync_schedules(schedules, now_ms)
+    }
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.inner.claim_schedules(schedules, now_ms)
+    }
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError> {
+        self.inner.record_schedule(name, run, ended_at_ms, failure)
+    }
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.next_schedule_due_ms()
+    }
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.inner.breakers()
+    }
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.inner.breaker_history(connection)
+    }
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.inner.next_sweep_ms(now_ms)
+    }
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.inner.pause_connection(connection, pause)
+    }
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.inner.resume_connection(connection, by, reason, now_ms)
+    }
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.inner.knows_connection(connection)
+    }
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_batch(plan)
+    }
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_preview(plan)
+    }
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.inner.expand_events(now_ms, limit, expand)
+    }
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        self.inner.events(filter)
+    }
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        self.inner.event(id)
+    }
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.inner.replay(replays, now_ms)
+    }
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.inner.event_counts()
+    }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.inner.db_now_ms()
+    }
+    fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
+        self.inner.listen(wake)
+    }
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.hook.starting();
+        let mut first = true;
+        let mut decide_after_hook = |c: &ClaimCandidate| {
+            if std::mem::take(&mut first) {
+                self.hook.deciding();
+            }
+            decide(c)
+        };
+        self.inner.claim_raising(now_ms, limit, &mut decide_after_hook, raise)
+    }
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        self.inner.record_raising(outcomes, raised, raise)
+    }
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
+    }
 }
