@@ -13,26 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn program(dir: &Path) -> PathBuf {
-    let path = dir.join("p.jadpo");
-    let text = r#"event Paid {
-    id: string
-}
-
-connection c {
-    url: "http://127.0.0.1:9/c"
-}
-
-action record(id: string) {
-    via: c
-}
-
-subscriber rec {
-    on: Paid
-    run: record(event.id)
-}
-"#;
-    std::fs::write(&path, text).expect("write program");
-    path
+    crate::common::paid_program(dir)
 }
 
 /// The ingest's address, from the run's start line.

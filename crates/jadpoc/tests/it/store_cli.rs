@@ -8,26 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn program(dir: &Path) -> PathBuf {
-    let path = dir.join("p.jadpo");
-    let text = r#"event Paid {
-    id: string
-}
-
-connection c {
-    url: "http://127.0.0.1:9/x"
-}
-
-action record(id: string) {
-    via: c
-}
-
-subscriber rec {
-    on: Paid
-    run: record(event.id)
-}
-"#;
-    std::fs::write(&path, text).expect("write program");
-    path
+    crate::common::paid_program(dir)
 }
 
 #[test]

@@ -194,3 +194,28 @@ impl PgDb {
         Some(PgDb { url: db.url.clone(), _db: db, _shared: shared })
     }
 }
+
+/// Writes `p.jadpo` in `dir`: one event `Paid { id }`, connection `c` (the discard
+/// port, never called by tests that deliver nothing), subscriber `rec`.
+pub fn paid_program(dir: &Path) -> PathBuf {
+    let path = dir.join("p.jadpo");
+    let text = r#"event Paid {
+    id: string
+}
+
+connection c {
+    url: "http://127.0.0.1:9/c"
+}
+
+action record(id: string) {
+    via: c
+}
+
+subscriber rec {
+    on: Paid
+    run: record(event.id)
+}
+"#;
+    std::fs::write(&path, text).expect("write program");
+    path
+}
