@@ -23,18 +23,20 @@ const T0: i64 = 1_700_000_000_000;
 /// A fresh database, dropped after.
 struct Db {
     db: PgDatabase,
-    url: String,
 }
 
 impl Db {
     fn new() -> Option<Db> {
-        let db = PgDatabase::new("jadpo_u")?;
-        Some(Db { url: db.url.clone(), db })
+        PgDatabase::new("jadpo_u").map(|db| Db { db })
+    }
+
+    fn url(&self) -> &str {
+        &self.db.url
     }
 
     /// The store, with one pending delivery (id 1) of connection `c`, due at `T0`.
     fn store(&self) -> PgStore {
-        let store = PgStore::open(&self.url, OpenOptions::read_write()).expect("open");
+        let store = PgStore::open(self.url(), OpenOptions::read_write()).expect("open");
         emit_due(&store, T0);
         store
     }
@@ -355,7 +357,7 @@ fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it(
     let Some(db) = Db::new() else { return };
     drop(db.store());
     db.meddle(&format!("DELETE FROM jadpo.schema_migrations WHERE version >= {}", super::schema::READS_NEED));
-    let err = PgStore::open(&db.url, OpenOptions::read_only()).expect_err("an older schema");
+    let err = PgStore::open(db.url(), OpenOptions::read_only()).expect_err("an older schema");
     assert!(
         matches!(err, super::super::StoreError::TooOld { found, needs, .. } if found == super::schema::READS_NEED - 1 && needs == super::schema::READS_NEED),
         "{err:?}"
@@ -366,7 +368,7 @@ fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it(
             "`{url}` has schema version {old}, older than this jadpoc reads (version {needs} or newer): \
              `jadpoc migrate --db '{url}'` applies migrations {needs} to {known} (`--print` shows their SQL \
              first), as `jadpoc run` and `jadpoc emit` do",
-            url = db.url,
+            url = db.url(),
             old = super::schema::READS_NEED - 1,
             needs = super::schema::READS_NEED,
             known = super::schema::VERSION,
@@ -374,7 +376,7 @@ fn a_read_of_a_schema_older_than_the_reads_know_is_refused_with_what_updates_it(
     );
     // The oldest version the reads know opens.
     db.meddle(&format!("INSERT INTO jadpo.schema_migrations (version) VALUES ({})", super::schema::READS_NEED));
-    assert!(PgStore::open(&db.url, OpenOptions::read_only()).is_ok());
+    assert!(PgStore::open(db.url(), OpenOptions::read_only()).is_ok());
 }
 
 #[test]
@@ -396,7 +398,7 @@ fn a_store_migrated_from_handled_rows_and_the_index_by_event_keeps_its_history()
          INSERT INTO jadpo.handled (delivery_id, handled_at) VALUES (1, {T0} + 5), (3, {T0} + 9);"
     ))
     .expect("fill version 5");
-    let store = PgStore::open(&db.url, OpenOptions::read_write()).expect("migrated");
+    let store = PgStore::open(db.url(), OpenOptions::read_write()).expect("migrated");
     let handled: Vec<(i64, Option<i64>)> = c
         .query("SELECT id, handled_at FROM jadpo.deliveries ORDER BY id", &[])
         .expect("handled")
