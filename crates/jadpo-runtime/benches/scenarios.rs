@@ -7,7 +7,7 @@
 
 use jadpo_check::program::Program;
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::drive::scenario::run_test;
+use jadpo_runtime::scenario::run_test;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -1,12 +1,12 @@
 //! The sink of the run's log: the runtime emits typed `tracing` events (target
-//! [`jadpo_runtime::events::TARGET`]); this module prints them to stderr, one line
+//! [`jadpo_core::events::TARGET`]); this module prints them to stderr, one line
 //! each, as human text or JSON (runtime.md's formats), and drops every other event.
 //!
 //! stdout stays free for a command's own output. A line is written whole under one
 //! lock, so lines from several workers never interleave; a failed write is dropped
 //! (logs never stop a run).
 
-use jadpo_runtime::events::{self, TARGET};
+use jadpo_core::events::{self, TARGET};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::sync::Mutex;
@@ -164,8 +164,8 @@ fn push_failure<'a>(line: &mut String, s: impl Fn(&str) -> &'a str) {
 mod tests {
     use super::*;
     use jadpo_check::program::FailureKind;
-    use jadpo_runtime::rules::{CallFailure, ClaimDecision, Decision, FailedBecause, Failure, Outcome};
-    use jadpo_runtime::store::BreakerAlert;
+    use jadpo_core::rules::{CallFailure, ClaimDecision, Decision, FailedBecause, Failure, Outcome};
+    use jadpo_core::store::BreakerAlert;
     use std::sync::Arc;
 
     /// 2023-11-14T22:13:20Z.

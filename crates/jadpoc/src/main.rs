@@ -6,6 +6,7 @@ mod load;
 mod logging;
 mod render;
 mod store;
+mod views;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -2,8 +2,9 @@
 //! `JADPO_DATABASE_URL`, else the runtime's default file), how it is opened, and how
 //! a failure to open it is reported.
 
-use jadpo_runtime::clock::{AnchoredClock, Clock, HostClock, TEST_CLOCK_OFFSET_ENV};
-use jadpo_runtime::store::{self, DATABASE_URL_ENV, Location, OpenOptions, Store};
+use jadpo_core::clock::{AnchoredClock, Clock, HostClock, TEST_CLOCK_OFFSET_ENV};
+use jadpo_core::store::{OpenOptions, Store};
+use jadpo_runtime::store::{self, DATABASE_URL_ENV, Location};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;

@@ -7,8 +7,8 @@ use common::fixture::Fixture;
 
 use common::{T0, TIMEOUT_MS, claim, event, record_all};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
-use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::store::{DeliveryFilter, NewEvent, Store};
+use jadpo_core::rules::{self, Outcome};
+use jadpo_core::store::{DeliveryFilter, NewEvent, Store};
 use std::sync::Barrier;
 
 fn count(store: &dyn Store, state: DeliveryState) -> usize {

@@ -5,13 +5,13 @@
 use crate::common::T0;
 use crate::common::fixture::Fixture;
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
-use jadpo_runtime::clock::{VirtualClock, rfc3339};
-use jadpo_runtime::config::RuntimeConfig;
-use jadpo_runtime::payload::new_event;
-use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::steps::Runtime;
-use jadpo_runtime::store::{Claimed, DeliveryFilter, DeliveryView, Store};
+use jadpo_core::clock::{VirtualClock, rfc3339};
+use jadpo_core::config::RuntimeConfig;
+use jadpo_core::payload::new_event;
+use jadpo_core::rng::RandomSource;
+use jadpo_core::rules::{self, Outcome};
+use jadpo_core::steps::Runtime;
+use jadpo_core::store::{Claimed, DeliveryFilter, DeliveryView, Store};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

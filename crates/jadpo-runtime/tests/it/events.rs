@@ -7,8 +7,8 @@ use crate::common;
 use common::fixture::Fixture;
 use common::{T0, event};
 use jadpo_check::program::DeliveryState;
-use jadpo_runtime::store::{
-    DeliveryFilter, EventFilter, Expansion, NewDelivery, NewEvent, Replay, Store, UnexpandedEvent,
+use jadpo_core::store::{
+    DeliveryFilter, EventFilter, Expanded, Expansion, NewDelivery, NewEvent, Replay, Store, UnexpandedEvent,
 };
 use std::collections::HashSet;
 use std::sync::{Barrier, Mutex};
@@ -23,7 +23,7 @@ fn expansion(e: &UnexpandedEvent) -> Expansion {
     }
 }
 
-fn expand(store: &dyn Store, now: i64, limit: usize) -> jadpo_runtime::store::ExpandReport {
+fn expand(store: &dyn Store, now: i64, limit: usize) -> jadpo_core::store::ExpandReport {
     store.expand_events(now, limit, &mut expansion).expect("expand")
 }
 
@@ -39,10 +39,10 @@ fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
     assert!(store.event(emitted[0]).unwrap().unwrap().0.expanded, "an emitted event is expanded at once");
 
     let report = expand(&*store, T0 + 5, 10);
-    assert_eq!(report.expanded, vec![(ids[0], 1)]);
+    assert_eq!(report.expanded, vec![Expanded { id: ids[0], deliveries: 1 }]);
     assert_eq!(report.invalid.len(), 1);
-    assert_eq!(report.invalid[0].0, ids[1]);
-    assert_eq!(report.invalid[0].2, "ingest.unknown_event");
+    assert_eq!(report.invalid[0].id, ids[1]);
+    assert_eq!(report.invalid[0].code, "ingest.unknown_event");
     // Nothing is expanded twice.
     assert_eq!(expand(&*store, T0 + 6, 10), Default::default());
 
@@ -78,7 +78,7 @@ fn two_handles_never_expand_one_event_twice(f: &dyn Fixture) {
                     if r.expanded.is_empty() {
                         break;
                     }
-                    expanded.lock().unwrap().extend(r.expanded.iter().map(|(id, _)| *id));
+                    expanded.lock().unwrap().extend(r.expanded.iter().map(|e| e.id));
                 }
             });
         }
@@ -146,7 +146,10 @@ fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
             _ => Expansion::Invalid { code: "ingest.unknown_event".into(), reason: "unknown".into() },
         })
         .unwrap();
-    assert_eq!(report.expanded, vec![(written[0], 2), (written[2], 1)]);
+    assert_eq!(
+        report.expanded,
+        vec![Expanded { id: written[0], deliveries: 2 }, Expanded { id: written[2], deliveries: 1 }]
+    );
     let replayed = store
         .replay(
             &[Replay { of: emitted[0], event: batch[0].clone() }, Replay { of: emitted[2], event: batch[2].clone() }],

@@ -6,14 +6,15 @@
 use crate::common::fixture::Fixture;
 use crate::common::{ClaimHook, Hooked};
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
-use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock};
-use jadpo_runtime::config::RuntimeConfig;
-use jadpo_runtime::drivers::{CallRequest, Driver};
-use jadpo_runtime::payload::new_event;
-use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::rules::Outcome;
-use jadpo_runtime::steps::Runtime;
-use jadpo_runtime::store::{DeliveryFilter, DeliveryView, Store};
+use jadpo_core::clock::{BoxFuture, Clock, SystemClock};
+use jadpo_core::config::RuntimeConfig;
+use jadpo_core::drivers::{CallRequest, Driver};
+use jadpo_core::payload::new_event;
+use jadpo_core::rng::RandomSource;
+use jadpo_core::rules::Outcome;
+use jadpo_core::steps::Runtime;
+use jadpo_core::store::{DeliveryFilter, DeliveryView, Store};
+use jadpo_runtime::live::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -151,7 +152,10 @@ fn run_until_it_stops<F: Future<Output = ()>>(
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let config = RuntimeConfig { stop_grace_ms: 5_000, poll_ms: 10, ..RuntimeConfig::default() };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let rt = Arc::new(Runtime::new(program(), store.clone(), clock, vec![driver], RandomSource::from_seed(1), config));
+    let rt = Arc::new(Live::new(
+        Runtime::new(program(), store.clone(), clock, vec![driver], RandomSource::from_seed(1), config),
+        None,
+    ));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let result = tokio.block_on(async {
         let run = tokio::spawn(rt.clone().run(stopped));

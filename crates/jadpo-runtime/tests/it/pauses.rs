@@ -8,9 +8,9 @@ use common::fixture::{self, Fixture};
 
 use common::{T0, TIMEOUT_MS, claim, event, record_all};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
-use jadpo_runtime::rules::breaker::Pause;
-use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::store::{BreakerAction, ClaimReport, DeliveryFilter, DeliveryView, PauseAction, Store};
+use jadpo_core::rules::breaker::Pause;
+use jadpo_core::rules::{self, Outcome};
+use jadpo_core::store::{BreakerAction, ClaimReport, DeliveryFilter, DeliveryView, PauseAction, Store};
 
 const HOUR: i64 = 3_600_000;
 

@@ -8,14 +8,14 @@ use common::fixture::Fixture;
 
 use common::{T0, claim, event};
 use jadpo_check::program::{DeliveryState, FailureKind};
-use jadpo_runtime::retention;
-use jadpo_runtime::rules::retention::pruned_states;
-use jadpo_runtime::rules::{ClaimDecision, Decision, FailedBecause, Outcome};
-use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, PruneCounts, PrunePlan, Recorded, Store};
+use jadpo_core::retention;
+use jadpo_core::rules::retention::pruned_states;
+use jadpo_core::rules::{ClaimDecision, Decision, FailedBecause, Outcome};
+use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, PruneCounts, PrunePlan, Recorded, Store};
 
 const DAY: i64 = 86_400_000;
 
-fn recorded(c: &jadpo_runtime::store::Claimed, outcome: Outcome, decision: Decision, now: i64) -> Recorded {
+fn recorded(c: &jadpo_core::store::Claimed, outcome: Outcome, decision: Decision, now: i64) -> Recorded {
     Recorded {
         id: c.id,
         connection: c.connection.clone(),
@@ -116,7 +116,7 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
     // handled and does not run it again.
     let r = claim(store, T0 + 4 * DAY, 10);
     assert!(
-        r.ended.iter().any(|(id, _, d)| *id == 7 && *d == ClaimDecision::Handled),
+        r.ended.iter().any(|e| e.id == 7 && e.decision == ClaimDecision::Handled),
         "delivery 7's handled record survived: {r:?}"
     );
     assert!(r.run.iter().all(|c| c.id != 7));

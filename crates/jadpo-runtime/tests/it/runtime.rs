@@ -5,13 +5,16 @@ use crate::common;
 use crate::common::{ClaimHook, Hooked};
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
-use jadpo_runtime::clock::{BoxFuture, Clock, SystemClock, VirtualClock};
-use jadpo_runtime::config::RuntimeConfig;
-use jadpo_runtime::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
-use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::rules::{self, Outcome};
-use jadpo_runtime::steps::{RunSummary, Runtime};
-use jadpo_runtime::store::{DeliveryFilter, NewDelivery, NewEvent, OpenOptions, PgStore, SqliteStore, Store};
+use jadpo_core::clock::{BoxFuture, Clock, SystemClock, VirtualClock};
+use jadpo_core::config::RuntimeConfig;
+use jadpo_core::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
+use jadpo_core::rng::RandomSource;
+use jadpo_core::rules::{self, Outcome};
+use jadpo_core::steps::{RunSummary, Runtime};
+use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, OpenOptions, Store};
+use jadpo_runtime::live::Live;
+use jadpo_store_postgres::PgStore;
+use jadpo_store_sqlite::SqliteStore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -94,7 +97,7 @@ fn codes_reference_in_runtime_md_is_current() {
     let (Some(a), Some(b)) = (text.find(start), text.find(end)) else {
         panic!("docs/runtime.md lacks its codes markers");
     };
-    let want = jadpo_runtime::codes::markdown();
+    let want = jadpo_core::codes::markdown();
     let found = &text[a + start.len()..b];
     if found != want && std::env::var_os("JADPO_BLESS").is_some() {
         let fresh = format!("{}{want}{}", &text[..a + start.len()], &text[b..]);
@@ -225,7 +228,10 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
     let hang = parse_answers("hang").expect("a script");
     let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
     let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, ..RuntimeConfig::default() };
-    let rt = Arc::new(Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+    let rt = Arc::new(Live::new(
+        Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
 
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -272,7 +278,10 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     let hang = parse_answers("hang").expect("a script");
     let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
     let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, retain_ms: Some(0), ..RuntimeConfig::default() };
-    let rt = Arc::new(Runtime::new(program, store.clone(), clock.clone(), drivers, RandomSource::from_seed(1), config));
+    let rt = Arc::new(Live::new(
+        Runtime::new(program, store.clone(), clock.clone(), drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
     // Two deliveries succeeded a second ago; a third is still to run.
     let before = clock.now_ms() - 1_000;
     store.emit(&[event(0), event(1)], before).expect("emit");
@@ -324,7 +333,10 @@ fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
     let clock = Arc::new(VirtualClock::new(T0));
     let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(Vec::new()))];
     let config = RuntimeConfig::default();
-    let rt = Arc::new(Runtime::new(program(), store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+    let rt = Arc::new(Live::new(
+        Runtime::new(program(), store.clone(), clock, drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
     let events: Vec<NewEvent> = (0..10)
         .map(|i| NewEvent {
             name: "Paid".into(),
@@ -366,11 +378,6 @@ struct JumpingClock {
 impl Clock for JumpingClock {
     fn now_ms(&self) -> i64 {
         SystemClock.now_ms() + self.offset_ms.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn sleep_until(&self, at_ms: i64) -> BoxFuture<'_, ()> {
-        let wait = u64::try_from(at_ms.saturating_sub(self.now_ms())).unwrap_or(0);
-        Box::pin(tokio::time::sleep(Duration::from_millis(wait)))
     }
 }
 
@@ -431,7 +438,10 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
     let driver = Arc::new(CountingDriver::default());
     let drivers: Vec<Arc<dyn Driver>> = vec![driver.clone()];
     let config = RuntimeConfig { stop_grace_ms: 200, poll_ms: 10, ..RuntimeConfig::default() };
-    let rt = Arc::new(Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config));
+    let rt = Arc::new(Live::new(
+        Runtime::new(program, store.clone(), clock, drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
 
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
     let (stop, stopped) = tokio::sync::watch::channel(false);

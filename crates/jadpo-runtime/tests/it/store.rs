@@ -7,10 +7,12 @@ use crate::common;
 use common::fixture::{self, Fixture, SqliteFile};
 use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
-use jadpo_runtime::rules::{self, ClaimDecision, Decision, Outcome};
-use jadpo_runtime::store::{
-    DeliveryFilter, NewEvent, OpenOptions, PgStore, Recorded, RetryResult, ScheduleSpec, SqliteStore, Store, StoreError,
+use jadpo_core::rules::{self, ClaimDecision, Decision, Outcome};
+use jadpo_core::store::{
+    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store, StoreError,
 };
+use jadpo_store_postgres::PgStore;
+use jadpo_store_sqlite::SqliteStore;
 use std::collections::HashSet;
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
@@ -125,7 +127,7 @@ fn an_expired_lease_on_the_last_attempt_fails_at_the_claim(f: &dyn Fixture) {
     let r = claim_with(&*store, T0 + 3_600_000, 10, budget);
     assert!(r.run.is_empty());
     assert_eq!(r.ended.len(), 1);
-    assert!(matches!(r.ended[0].2, ClaimDecision::GiveUp { .. }));
+    assert!(matches!(r.ended[0].decision, ClaimDecision::GiveUp { .. }));
     let (d, h) = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Failed);
     assert_eq!(d.last_failure.unwrap().kind, FailureKind::LeaseExpired);
@@ -247,7 +249,7 @@ fn an_empty_file_becomes_a_store_and_a_newer_one_is_refused() {
     drop(store);
     let c = rusqlite::Connection::open(&path).unwrap();
     let app: i64 = c.query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
-    assert_eq!(app, jadpo_runtime::store::APPLICATION_ID);
+    assert_eq!(app, jadpo_store_sqlite::APPLICATION_ID);
     c.execute_batch("PRAGMA user_version = 99").unwrap();
     drop(c);
     let err = SqliteStore::open(&path).unwrap_err();
@@ -297,7 +299,7 @@ fn schedules_are_due_every_period_and_catch_up_once(f: &dyn Fixture) {
     assert!(store.claim_schedules(&specs, T0 + 10 * 60_000 + 6).unwrap().is_empty());
     assert_eq!(store.next_schedule_due_ms().unwrap(), Some(T0 + 11 * 60_000));
     // Run 1's late end is not the latest run's: nothing is written.
-    let failure = jadpo_runtime::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
+    let failure = jadpo_core::rules::Failure::new("fake.unavailable", FailureKind::Unavailable);
     assert!(!store.record_schedule("nightly", 1, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
     assert!(store.record_schedule("nightly", 2, T0 + 10 * 60_000 + 9, Some(&failure)).unwrap());
 }
@@ -313,7 +315,7 @@ fn a_delivery_keeps_why_it_ended(f: &dyn Fixture) {
     };
     let (rejected, rejected_f) = fail(FailureKind::Rejected, "fake.rejected");
     let (unknown, unknown_f) = fail(FailureKind::OutcomeUnknown, "fake.outcome_unknown");
-    let rec = |c: &jadpo_runtime::store::Claimed, outcome: Outcome, decision: Decision| Recorded {
+    let rec = |c: &jadpo_core::store::Claimed, outcome: Outcome, decision: Decision| Recorded {
         id: c.id,
         connection: c.connection.clone(),
         attempt: c.attempt,
@@ -674,7 +676,7 @@ fn postgres_ten_processes_starting_at_once_apply_each_migration_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(applied, (1..=jadpo_runtime::store::postgres::schema::VERSION).collect::<Vec<_>>());
+    assert_eq!(applied, (1..=jadpo_store_postgres::schema::VERSION).collect::<Vec<_>>());
     assert_eq!(db.open().deliveries(&DeliveryFilter::default()).unwrap().len(), 10);
 }
 

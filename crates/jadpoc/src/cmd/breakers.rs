@@ -5,9 +5,9 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::rules::breaker::Pause;
-use jadpo_runtime::store::Store;
-use jadpo_runtime::views;
+use crate::views;
+use jadpo_core::rules::breaker::Pause;
+use jadpo_core::store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -176,7 +176,7 @@ fn pause(
         return code;
     }
     let now = crate::store::clock_for(&*store).now_ms();
-    let until_ms = for_ms.map(|ms| now.saturating_add(jadpo_runtime::rules::ms_i64(ms)));
+    let until_ms = for_ms.map(|ms| now.saturating_add(jadpo_core::rules::ms_i64(ms)));
     let pause = Pause { at_ms: now, until_ms, by, reason: reason.filter(|r| !r.trim().is_empty()) };
     match store.pause_connection(connection, &pause) {
         Ok(_) => {

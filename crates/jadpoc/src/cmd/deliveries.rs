@@ -3,9 +3,9 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
+use crate::views;
 use jadpo_check::program::DeliveryState;
-use jadpo_runtime::store::{DeliveryFilter, RetryResult};
-use jadpo_runtime::views;
+use jadpo_core::store::{DeliveryFilter, RetryResult};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -55,7 +55,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let fail = |e: jadpo_runtime::store::StoreError| {
+    let fail = |e: jadpo_core::store::StoreError| {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
     };

@@ -4,11 +4,11 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
+use crate::views;
 use jadpo_check::program::Program;
-use jadpo_runtime::clock::{Clock, SystemClock, parse_rfc3339_ms};
-use jadpo_runtime::payload::new_event;
-use jadpo_runtime::store::{EventFilter, EventView, Replay, Store, StoreError};
-use jadpo_runtime::views;
+use jadpo_core::clock::{Clock, SystemClock, parse_rfc3339_ms};
+use jadpo_core::payload::new_event;
+use jadpo_core::store::{EventFilter, EventView, Replay, Store, StoreError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::ExitCode;

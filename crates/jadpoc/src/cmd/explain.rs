@@ -3,7 +3,7 @@
 //! code with its summary.
 
 use jadpo_check::Code;
-use jadpo_runtime::codes::{self, RuntimeCode};
+use jadpo_core::codes::{self, RuntimeCode};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]

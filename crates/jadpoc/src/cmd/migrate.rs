@@ -3,9 +3,11 @@
 //! first use too; this is for teams whose schema changes go through review.
 
 use crate::store::DbArg;
-use jadpo_runtime::store::postgres::connect::{DEFAULT_SCHEMA, PgLocation};
-use jadpo_runtime::store::postgres::schema;
-use jadpo_runtime::store::{self, Location, OpenOptions, SqliteStore};
+use jadpo_core::store::OpenOptions;
+use jadpo_runtime::store::{self, Location};
+use jadpo_store_postgres::connect::{DEFAULT_SCHEMA, PgLocation};
+use jadpo_store_postgres::schema;
+use jadpo_store_sqlite::SqliteStore;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]

@@ -5,7 +5,8 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::{retention, views};
+use crate::views;
+use jadpo_core::retention;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]

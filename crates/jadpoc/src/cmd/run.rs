@@ -5,15 +5,16 @@
 use crate::args::{ProgramPaths, plural};
 use crate::store::{DbArg, Open, open_store};
 use jadpo_check::program::Program;
-use jadpo_runtime::clock::Clock;
-use jadpo_runtime::config::{self, RuntimeConfig};
-use jadpo_runtime::drivers::{Driver, FakeDriver, parse_answers};
-use jadpo_runtime::http::{HttpClient, HttpDriver};
-use jadpo_runtime::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
-use jadpo_runtime::metrics::{METRICS_PATH, Metrics, MetricsSource};
-use jadpo_runtime::rng::RandomSource;
-use jadpo_runtime::steps::Runtime;
-use jadpo_runtime::store::Store;
+use jadpo_core::clock::Clock;
+use jadpo_core::config::{self, RuntimeConfig};
+use jadpo_core::drivers::{Driver, FakeDriver, parse_answers};
+use jadpo_core::rng::RandomSource;
+use jadpo_core::steps::{Observer, Runtime};
+use jadpo_core::store::Store;
+use jadpo_http::client::{HttpClient, HttpDriver};
+use jadpo_http::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
+use jadpo_http::metrics::{METRICS_PATH, Metrics, MetricsSource};
+use jadpo_runtime::live::Live;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -152,15 +153,12 @@ pub fn run(args: RunArgs) -> ExitCode {
         ..RuntimeConfig::default()
     };
     let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
-    let (runtime, metrics) = match metrics_addr {
-        Some(_) => {
-            let metrics = Arc::new(Metrics::new(&program));
-            let source = MetricsSource { metrics: metrics.clone(), store: store.clone(), clock: clock.clone() };
-            (runtime.with_metrics(metrics), Some(source))
-        }
-        None => (runtime, None),
-    };
-    let runtime = Arc::new(runtime);
+    let metrics = metrics_addr.map(|_| {
+        let metrics = Arc::new(Metrics::new(&program));
+        MetricsSource { metrics, store: store.clone(), clock: clock.clone() }
+    });
+    let observer = metrics.as_ref().map(|m| m.metrics.clone() as Arc<dyn Observer>);
+    let runtime = Arc::new(Live::new(runtime, observer));
     let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(t) => t,
         Err(e) => {
@@ -177,7 +175,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                 Ok(l) => {
                     let shown = l.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_string());
                     eprintln!("jadpoc: serving metrics at http://{shown}{METRICS_PATH}");
-                    let serve = jadpo_runtime::metrics::serve(l, source.clone(), stop_rx.clone());
+                    let serve = jadpo_http::metrics::serve(l, source.clone(), stop_rx.clone());
                     metrics_server = Some(tokio::spawn(serve));
                 }
                 Err(e) => {

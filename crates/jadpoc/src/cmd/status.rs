@@ -3,7 +3,7 @@
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
-use jadpo_runtime::views;
+use crate::views;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]

@@ -1,12 +1,13 @@
 //! `jadpoc test`: run the program's `test` blocks in virtual time (testing.md).
 //!
 //! Each test runs on a fresh runtime (in-memory store, virtual clock, seeded random
-//! source) from [`jadpo_runtime::drive::scenario`]; this module only picks the tests and
+//! source) from [`jadpo_runtime::scenario`]; this module only picks the tests and
 //! seeds and prints the results. The output depends on the program and the seeds
 //! alone, so the same seed prints the same bytes.
 
 use crate::args::ProgramPaths;
-use jadpo_runtime::drive::scenario::{TestFailure, run_test};
+use jadpo_core::scenario::TestFailure;
+use jadpo_runtime::scenario::run_test;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;

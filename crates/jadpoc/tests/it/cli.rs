@@ -169,7 +169,7 @@ fn explain_lists_every_code_and_finds_a_code_by_its_last_part() {
         let line = line.unwrap_or_else(|| panic!("`{code}` is listed: {text}"));
         assert!(line.ends_with(code.summary()), "{line}");
     }
-    for code in jadpo_runtime::codes::RuntimeCode::ALL {
+    for code in jadpo_core::codes::RuntimeCode::ALL {
         let line = text.lines().find(|l| l.split_whitespace().next() == Some(code.as_str()));
         let line = line.unwrap_or_else(|| panic!("`{}` is listed: {text}", code.as_str()));
         assert!(line.ends_with(code.summary()), "{line}");

@@ -60,7 +60,7 @@ fn failure(d: &Value) -> (&str, &str) {
 }
 
 fn rfc3339_ms(v: &Value) -> i64 {
-    jadpo_runtime::clock::parse_rfc3339_ms(v.as_str().expect("a time")).expect("rfc 3339")
+    jadpo_core::clock::parse_rfc3339_ms(v.as_str().expect("a time")).expect("rfc 3339")
 }
 
 fn now_ms() -> i64 {

@@ -10,7 +10,7 @@ mod editors;
 mod events_cli;
 mod fmt_cli;
 mod http_e2e;
-#[path = "../../../jadpo-runtime/tests/it/http_server/mod.rs"]
+#[path = "../../../jadpo-http/tests/it/http_server/mod.rs"]
 mod http_server;
 mod listen_e2e;
 mod log_reasons;

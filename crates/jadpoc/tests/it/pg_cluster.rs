@@ -188,8 +188,8 @@ fn pg_cluster_hosts_whose_clocks_disagree_by_ten_minutes_behave_as_one() {
     });
     let url = pg.url.clone();
     emit_paid(&e, &url, 20, &[]);
-    let behind = [(jadpo_runtime::clock::TEST_CLOCK_OFFSET_ENV, "-300000")];
-    let ahead = [(jadpo_runtime::clock::TEST_CLOCK_OFFSET_ENV, "300000")];
+    let behind = [(jadpo_core::clock::TEST_CLOCK_OFFSET_ENV, "-300000")];
+    let ahead = [(jadpo_core::clock::TEST_CLOCK_OFFSET_ENV, "300000")];
     let mut procs = vec![
         start(&e, &url, "behind", &["--workers", "1", "--batch", "4"], &behind),
         start(&e, &url, "ahead", &["--workers", "1", "--batch", "4"], &ahead),
@@ -255,7 +255,7 @@ fn pg_cluster_on_sqlite_a_host_whose_clock_is_ahead_runs_a_retry_early() {
         list = e.deliveries();
     }
     first.stop();
-    let ahead = [(jadpo_runtime::clock::TEST_CLOCK_OFFSET_ENV, "600000")];
+    let ahead = [(jadpo_core::clock::TEST_CLOCK_OFFSET_ENV, "600000")];
     let fast = start(&e, e.db(), "ahead", &[], &ahead);
     let until = Instant::now() + DEADLINE;
     while seen.lock().expect("lock").values().map(Vec::len).sum::<usize>() < 2 {

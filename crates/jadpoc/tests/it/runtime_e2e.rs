@@ -113,7 +113,7 @@ fn runtime_outcome_unknown_parks() {
 
 fn rfc3339_ms(v: &Value) -> i64 {
     let s = v.as_str().expect("a time");
-    jadpo_runtime::clock::parse_rfc3339_ms(s).expect("rfc 3339")
+    jadpo_core::clock::parse_rfc3339_ms(s).expect("rfc 3339")
 }
 
 #[test]
@@ -583,6 +583,6 @@ fn runtime_logs_text_lines_by_default() {
     stop(run);
     let line = text.lines().find(|l| l.contains(" delivery 1 rec attempt 1: ")).expect("the line");
     let (at, rest) = line.split_once(' ').expect("a time first");
-    assert!(jadpo_runtime::clock::parse_rfc3339_ms(at).is_some(), "{line}");
+    assert!(jadpo_core::clock::parse_rfc3339_ms(at).is_some(), "{line}");
     assert_eq!(rest, "delivery 1 rec attempt 1: succeeded -> succeeded");
 }

@@ -309,8 +309,8 @@ fn store_reads_of_an_older_postgres_schema_name_the_migrations_and_the_command_t
     c.batch_execute("INSERT INTO ops.events (name, payload, emitted_at) VALUES ('Paid', '{\"id\": \"p1\"}', 0)")
         .expect("an event");
     let url = format!("{}?schema=ops", pg.url);
-    let known = jadpo_runtime::store::postgres::schema::VERSION;
-    let needs = jadpo_runtime::store::postgres::schema::READS_NEED;
+    let known = jadpo_store_postgres::schema::VERSION;
+    let needs = jadpo_store_postgres::schema::READS_NEED;
     for command in [&["events"][..], &["status"], &["deliveries"], &["breakers"], &["events", "show", "1"]] {
         let out = on_ops(command);
         assert_eq!(out.status.code(), Some(2), "{command:?}");

@@ -5,7 +5,7 @@
 //! `build.rs`, files named `tests.rs` and everything after a `#[cfg(test)]` line)
 //! and skips comment lines.
 
-use jadpo_runtime::codes::{CodeKind, RuntimeCode};
+use jadpo_core::codes::{CodeKind, RuntimeCode};
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
@@ -149,7 +149,8 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
 }
 
 /// The crates of the runtime.
-const RUNTIME_CRATES: [&str; 1] = ["jadpo-runtime"];
+const RUNTIME_CRATES: [&str; 5] =
+    ["jadpo-core", "jadpo-store-sqlite", "jadpo-store-postgres", "jadpo-http", "jadpo-runtime"];
 
 fn shown(path: &Path) -> String {
     path.strip_prefix(workspace()).unwrap_or(path).display().to_string()
@@ -170,7 +171,7 @@ fn occurrences<'a>(files: impl IntoIterator<Item = &'a PathBuf>, needles: &[&str
 
 #[test]
 fn tidy_the_runtime_rules_read_no_clock_do_no_io_and_own_no_rng() {
-    let dir = workspace().join("crates/jadpo-runtime/src/rules");
+    let dir = workspace().join("crates/jadpo-core/src/rules");
     let files: Vec<PathBuf> =
         rust_files(&dir).into_iter().filter(|f| f.file_name().is_none_or(|n| n != "tests.rs")).collect();
     assert!(files.len() >= 2, "the rules' files: {files:?}");
@@ -192,8 +193,8 @@ fn tidy_the_runtime_rules_read_no_clock_do_no_io_and_own_no_rng() {
         "hyper",
         "crate::store",
         "crate::drivers",
-        "crate::http",
-        "crate::ingest",
+        "crate::steps",
+        "crate::scenario",
         "println!",
         "eprintln!",
         // Random sources of its own (a decision takes one as an argument).
@@ -245,7 +246,7 @@ fn tidy_only_jadpoc_does_terminal_io() {
 
 #[test]
 fn tidy_runtime_codes_are_written_only_in_the_registry() {
-    let registry = workspace().join("crates/jadpo-runtime/src/codes.rs");
+    let registry = workspace().join("crates/jadpo-core/src/codes.rs");
     let runtime: Vec<PathBuf> = crate_sources()
         .into_iter()
         .filter(|(c, f)| RUNTIME_CRATES.contains(&c.as_str()) && *f != registry)
@@ -271,14 +272,14 @@ fn tidy_runtime_codes_are_written_only_in_the_registry() {
         .map(|c| format!("\"{}\"", c.wire()))
         .collect();
     let wire: Vec<&str> = wire.iter().map(String::as_str).collect();
-    let ingest: Vec<PathBuf> = ["crates/jadpo-runtime/src/ingest.rs", "crates/jadpo-runtime/src/payload.rs"]
+    let ingest: Vec<PathBuf> = ["crates/jadpo-http/src/ingest.rs", "crates/jadpo-core/src/payload.rs"]
         .iter()
         .map(|f| workspace().join(f))
         .collect();
     found.extend(occurrences(&ingest, &wire));
     assert!(
         found.is_empty(),
-        "a runtime code is written once, in crates/jadpo-runtime/src/codes.rs; take it from `RuntimeCode`:\n{}",
+        "a runtime code is written once, in crates/jadpo-core/src/codes.rs; take it from `RuntimeCode`:\n{}",
         found.join("\n")
     );
 }
@@ -331,8 +332,34 @@ const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
     ("jadpo-check", &["jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
     ("jadpo-fmt", &["jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
     ("jadpo-lsp", &["jadpo-check", "jadpo-fmt", "jadpo-syntax"], &["tokio", "rusqlite", "postgres", "hyper"]),
-    ("jadpo-runtime", &["jadpo-check"], &[]),
-    ("jadpoc", &["jadpo-check", "jadpo-fmt", "jadpo-lsp", "jadpo-runtime", "jadpo-syntax"], &[]),
+    // The runtime's core: no async runtime, no SQL, no HTTP.
+    ("jadpo-core", &["jadpo-check"], &["tokio", "rusqlite", "postgres", "hyper", "rustls", "prometheus-client"]),
+    // Each store on its own driver alone.
+    ("jadpo-store-sqlite", &["jadpo-check", "jadpo-core"], &["tokio", "postgres", "hyper"]),
+    ("jadpo-store-postgres", &["jadpo-check", "jadpo-core"], &["tokio", "rusqlite", "hyper"]),
+    ("jadpo-http", &["jadpo-check", "jadpo-core"], &["rusqlite", "postgres"]),
+    // The live driver: loops over the core's steps; its SQL and HTTP are the
+    // crates' above.
+    (
+        "jadpo-runtime",
+        &["jadpo-check", "jadpo-core", "jadpo-http", "jadpo-store-postgres", "jadpo-store-sqlite"],
+        &["rusqlite", "postgres", "hyper"],
+    ),
+    (
+        "jadpoc",
+        &[
+            "jadpo-check",
+            "jadpo-core",
+            "jadpo-fmt",
+            "jadpo-http",
+            "jadpo-lsp",
+            "jadpo-runtime",
+            "jadpo-store-postgres",
+            "jadpo-store-sqlite",
+            "jadpo-syntax",
+        ],
+        &[],
+    ),
     // Tests' shared helpers: a dev-dependency only, so no crate above names it.
     ("jadpo-test-support", &["jadpo-check"], &["tokio", "rusqlite", "hyper"]),
 ];
@@ -391,6 +418,28 @@ fn tidy_the_crates_depend_on_each_other_as_the_architecture_says() {
 }
 
 #[test]
+fn tidy_the_stores_and_the_live_driver_decide_nothing() {
+    // A claim's and an attempt's decisions are the core's (`jadpo_core::claim`,
+    // the steps); a store reads and writes the rows, the live driver runs the
+    // steps when they are due.
+    let files: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|(c, _)| ["jadpo-store-sqlite", "jadpo-store-postgres", "jadpo-runtime"].contains(&c.as_str()))
+        .map(|(_, f)| f)
+        .collect();
+    assert!(files.len() >= 20, "{files:?}");
+    let found = occurrences(
+        &files,
+        &["ClaimDecision", "decide_at_claim", "decide_after_attempt", ".held()", "Decision::Retry", "Gate::"],
+    );
+    assert!(
+        found.is_empty(),
+        "a decision is made once, in jadpo-core (`claim::plan` for a claim, the steps for an attempt):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn tidy_the_checker_reads_no_files() {
     let files: Vec<PathBuf> = crate_sources()
         .into_iter()
@@ -411,7 +460,7 @@ fn tidy_the_checker_reads_no_files() {
 
 #[test]
 fn tidy_every_random_draw_comes_from_the_one_seeded_source() {
-    let source = workspace().join("crates/jadpo-runtime/src/rng.rs");
+    let source = workspace().join("crates/jadpo-core/src/rng.rs");
     let files: Vec<PathBuf> = crate_sources().into_iter().map(|(_, f)| f).filter(|f| *f != source).collect();
     let found = occurrences(
         &files,
@@ -431,7 +480,7 @@ fn tidy_every_random_draw_comes_from_the_one_seeded_source() {
     );
     assert!(
         found.is_empty(),
-        "every random draw of a run comes from `RandomSource` (crates/jadpo-runtime/src/rng.rs):\n{}",
+        "every random draw of a run comes from `RandomSource` (crates/jadpo-core/src/rng.rs):\n{}",
         found.join("\n")
     );
 }

@@ -1,7 +1,8 @@
 //! The stores the store suite runs on: each test gets a fresh store, and may open
 //! more handles on it as other processes would.
 
-use jadpo_runtime::store::{SqliteStore, Store};
+use jadpo_core::store::Store;
+use jadpo_store_sqlite::SqliteStore;
 use std::path::PathBuf;
 
 /// A fresh store for one test.
@@ -106,7 +107,7 @@ pub use jadpo_test_support::PgDatabase;
 impl Fixture for PgDatabase {
     fn open(&self) -> Box<dyn Store> {
         Box::new(
-            jadpo_runtime::store::PgStore::open(&self.url, jadpo_runtime::store::OpenOptions::read_write())
+            jadpo_store_postgres::PgStore::open(&self.url, jadpo_core::store::OpenOptions::read_write())
                 .expect("open the store"),
         )
     }

@@ -6,9 +6,9 @@
 pub mod fixture;
 
 use jadpo_check::program::Budget;
-use jadpo_runtime::rules::breaker::{BreakerRow, Pause};
-use jadpo_runtime::rules::{self, Failure, Outcome, breaker};
-use jadpo_runtime::store::{
+use jadpo_core::rules::breaker::{BreakerRow, Pause};
+use jadpo_core::rules::{self, Failure, Outcome, breaker};
+use jadpo_core::store::{
     AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
     PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,

@@ -1,0 +1,316 @@
+//! A claim's decisions, made once for both stores.
+//!
+//! A store reads the due rows of its claim ([`ClaimRow`], in its claim's
+//! transaction) and hands them to [`plan`] with its breaker rows
+//! ([`BreakerRows`]). [`plan`] asks the core's decision of each row (its budget,
+//! its breaker, the process's view), takes the probe on the breaker's row when a
+//! decision makes one (a probe another process took first holds the delivery
+//! instead), and says what each row's guarded statement writes ([`RowWrite`]).
+//! The store writes them, each conditional on its row being as read ([`Seen`]),
+//! and hands back which matched; [`settle`] then says what the claim did: the
+//! deliveries to run, those ended or held, the attempts that lost workers had
+//! counted ([`LostAttempt`]) and the deliveries given up, whose raised events
+//! the store writes in the same transaction.
+//!
+//! So a store only reads and writes rows: which row is due, held, a probe or given
+//! up is decided here, in one place.
+
+use crate::rules::breaker::BreakerRow;
+use crate::rules::{ClaimDecision, Failure, Record};
+use crate::store::{
+    ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, end_reason_at_claim,
+};
+use jadpo_check::program::DeliveryState;
+use std::collections::HashMap;
+
+/// A due delivery as a claim read it, joined with its event.
+#[derive(Debug, Clone)]
+pub struct ClaimRow {
+    /// What the core decides from (its `breaker` is filled in by [`plan`]).
+    pub candidate: ClaimCandidate,
+    /// Its `due_at` as read: a pending delivery's due time, a running one's lease
+    /// end.
+    pub due_at: Option<i64>,
+    /// When it was last claimed (a running row's attempt started then).
+    pub claimed_at: Option<i64>,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: String,
+    /// Its event's JSON payload.
+    pub payload: String,
+}
+
+/// A delivery's row as a claim read it: every change the claim makes to it is
+/// conditional on all of it, so a row another process changed since is left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its state.
+    pub state: DeliveryState,
+    /// Its attempts.
+    pub attempts: u32,
+    /// Its `due_at`.
+    pub due_at: Option<i64>,
+}
+
+impl ClaimRow {
+    /// The row as read, for the guard of its statement.
+    pub fn seen(&self) -> Seen {
+        let c = &self.candidate;
+        Seen { id: c.id, state: c.record.state, attempts: c.record.attempts, due_at: self.due_at }
+    }
+
+    /// The claim of this row for `attempt`, once the guarded statement that starts
+    /// it has matched: the delivery is running until `lease_until_ms`.
+    fn started(&self, attempt: u32, lease_until_ms: i64, now_ms: i64, failure: Option<Failure>) -> Claimed {
+        let c = &self.candidate;
+        Claimed {
+            id: c.id,
+            event_id: self.event_id,
+            event: self.event.clone(),
+            payload: self.payload.clone(),
+            subscriber: c.subscriber.clone(),
+            connection: c.connection.clone(),
+            attempt,
+            claimed_at_ms: now_ms,
+            // A running row taken back was due when its lease ended.
+            due_at_ms: self.due_at.or(c.record.lease_until_ms).unwrap_or(now_ms),
+            record: Record {
+                state: DeliveryState::Running,
+                attempts: attempt,
+                due_at_ms: None,
+                lease_until_ms: Some(lease_until_ms),
+                budget_start_ms: c.record.budget_start_ms,
+                held_ms: c.record.held_ms,
+                last_failure: failure,
+            },
+        }
+    }
+}
+
+/// How a claim's statement leaves a row's last failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LastFailure {
+    /// As it is.
+    Kept,
+    /// Written (`None` clears it).
+    Set(Option<Failure>),
+}
+
+impl LastFailure {
+    /// Whether the statement writes the last failure, and the failure it writes
+    /// (`None`: cleared, or kept when not written).
+    pub fn written(&self) -> (bool, Option<&Failure>) {
+        match self {
+            LastFailure::Kept => (false, None),
+            LastFailure::Set(f) => (true, f.as_ref()),
+        }
+    }
+}
+
+/// What one claim decision writes on its row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowWrite {
+    /// The new state.
+    pub state: DeliveryState,
+    /// The new attempts.
+    pub attempts: u32,
+    /// The new `due_at` (a running delivery's is its lease end, so that a claim
+    /// finds it again when the lease ends).
+    pub due_at: Option<i64>,
+    /// The new lease end.
+    pub lease_until: Option<i64>,
+    /// Whether the claim's time becomes the delivery's last claim (it runs, or
+    /// ends: retention counts a final delivery's age from it).
+    pub stamps_claim: bool,
+    /// Whether the delivery is held from now by its connection's breaker
+    /// (`held_since`, `held_connection`).
+    pub holds: bool,
+    /// The last failure.
+    pub failure: LastFailure,
+    /// Why it ended, when the claim ends it.
+    pub end_reason: Option<&'static str>,
+}
+
+impl RowWrite {
+    /// What `decision` writes on a row read with `attempts`; `None` for a row
+    /// the claim leaves as it is.
+    pub fn of(decision: &ClaimDecision, attempts: u32) -> Option<RowWrite> {
+        let end_reason = end_reason_at_claim(decision);
+        let write = |state, attempts, due_at, stamps_claim, holds, failure| RowWrite {
+            state,
+            attempts,
+            due_at,
+            lease_until: due_at.filter(|_| state == DeliveryState::Running),
+            stamps_claim,
+            holds,
+            failure,
+            end_reason,
+        };
+        Some(match decision {
+            ClaimDecision::Skip => return None,
+            ClaimDecision::Hold { failure, .. } => {
+                write(DeliveryState::Held, attempts, None, false, true, LastFailure::Set(failure.clone()))
+            }
+            ClaimDecision::Handled => write(DeliveryState::Succeeded, attempts, None, true, false, LastFailure::Kept),
+            ClaimDecision::Run { attempt, lease_until_ms, failure, .. } => write(
+                DeliveryState::Running,
+                *attempt,
+                Some(*lease_until_ms),
+                true,
+                false,
+                LastFailure::Set(failure.clone()),
+            ),
+            ClaimDecision::GiveUp { failure, .. } => {
+                write(DeliveryState::Failed, attempts, None, true, false, LastFailure::Set(Some(failure.clone())))
+            }
+        })
+    }
+}
+
+/// One row's change in a claim: its decision and what its statement writes.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The row's index in the rows read.
+    pub row: usize,
+    /// The core's decision.
+    pub decision: ClaimDecision,
+    /// What the row's guarded statement writes.
+    pub write: RowWrite,
+}
+
+/// Every change a claim makes, and the rows it leaves for a later claim.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimPlan {
+    /// The rows' changes, in the order read.
+    pub changes: Vec<Change>,
+    /// Indices of the rows left as they are (their connection's slots are taken).
+    pub left: Vec<usize>,
+}
+
+/// The breaker rows of a claim's connections, in the claim's transaction.
+pub trait BreakerRows {
+    /// The store's error.
+    type Error;
+    /// `connection`'s row (none: it has never failed).
+    fn read(&mut self, connection: &str) -> Result<Option<BreakerRow>, Self::Error>;
+    /// Write `next` as `connection`'s row if the row is still `seen` (none: there
+    /// was no row); whether it was written.
+    fn write(&mut self, connection: &str, seen: Option<&BreakerRow>, next: &BreakerRow) -> Result<bool, Self::Error>;
+}
+
+/// Decide each of `rows` with `decide` (the core), each connection's breaker read
+/// once and carried on through the claim (a probe taken earlier in it holds the
+/// rest), and say what each row's statement writes.
+pub fn plan<B: BreakerRows>(
+    rows: &mut [ClaimRow],
+    breakers: &mut B,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+) -> Result<ClaimPlan, B::Error> {
+    // Each connection's breaker as this claim leaves it.
+    let mut rows_of: HashMap<String, Option<BreakerRow>> = HashMap::new();
+    let mut plan = ClaimPlan { changes: Vec::with_capacity(rows.len()), left: Vec::new() };
+    for (i, row) in rows.iter_mut().enumerate() {
+        let connection = &row.candidate.connection;
+        let current = match rows_of.get(connection) {
+            Some(known) => known.clone(),
+            None => {
+                let found = breakers.read(connection)?;
+                rows_of.insert(connection.clone(), found.clone());
+                found
+            }
+        };
+        row.candidate.breaker = current.clone().unwrap_or_default();
+        let (mut decision, next_breaker) = decide(&row.candidate);
+        if let Some(next) = next_breaker {
+            // This claim is the probe; if another process changed the breaker
+            // since it was read, the delivery is held instead.
+            if breakers.write(&row.candidate.connection, current.as_ref(), &next)? {
+                rows_of.insert(row.candidate.connection.clone(), Some(next));
+            } else {
+                decision = decision.held();
+            }
+        }
+        match RowWrite::of(&decision, row.candidate.record.attempts) {
+            Some(write) => plan.changes.push(Change { row: i, decision, write }),
+            None => plan.left.push(i),
+        }
+    }
+    Ok(plan)
+}
+
+/// An attempt a lost worker had counted, found by a claim whose lease on it had
+/// ended: recorded `lease_expired` in the delivery's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostAttempt {
+    /// The delivery's id.
+    pub delivery: i64,
+    /// The attempt's number.
+    pub attempt: u32,
+    /// When it started (its claim).
+    pub started_at_ms: i64,
+}
+
+/// What a claim did, once its statements were written.
+#[derive(Debug)]
+pub struct Settled<'a> {
+    /// The claim's report.
+    pub report: ClaimReport,
+    /// The attempts lost workers had counted, to record as `lease_expired`.
+    pub lost: Vec<LostAttempt>,
+    /// The deliveries given up, whose raised events the store writes with them.
+    pub given_up: Vec<EndedDelivery<'a>>,
+}
+
+/// What the claim of `rows` by `plan` did, given `written`: the indices, in
+/// `plan.changes`, of the statements that matched (the others' rows had
+/// changed: another process took them).
+pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], now_ms: i64) -> Settled<'a> {
+    let mut settled = Settled { report: ClaimReport::default(), lost: Vec::new(), given_up: Vec::new() };
+    for change in written.iter().filter_map(|&w| plan.changes.get(w)) {
+        let Some(row) = rows.get(change.row) else { continue };
+        let c = &row.candidate;
+        let lease_expired = match &change.decision {
+            ClaimDecision::Skip => continue,
+            ClaimDecision::Hold { lease_expired, .. } => {
+                settled.report.held.push(HeldAtClaim { id: c.id, connection: c.connection.clone() });
+                *lease_expired
+            }
+            ClaimDecision::Handled => {
+                let ended =
+                    EndedAtClaim { id: c.id, subscriber: c.subscriber.clone(), decision: change.decision.clone() };
+                settled.report.ended.push(ended);
+                false
+            }
+            ClaimDecision::Run { attempt, lease_until_ms, lease_expired, failure } => {
+                settled.report.run.push(row.started(*attempt, *lease_until_ms, now_ms, failure.clone()));
+                *lease_expired
+            }
+            ClaimDecision::GiveUp { failure, lease_expired, .. } => {
+                settled.given_up.push(EndedDelivery {
+                    id: c.id,
+                    event_id: row.event_id,
+                    event: &row.event,
+                    subscriber: &c.subscriber,
+                    parked: false,
+                    failure,
+                    attempts: c.record.attempts,
+                });
+                let ended =
+                    EndedAtClaim { id: c.id, subscriber: c.subscriber.clone(), decision: change.decision.clone() };
+                settled.report.ended.push(ended);
+                *lease_expired
+            }
+        };
+        if lease_expired {
+            settled.lost.push(LostAttempt {
+                delivery: c.id,
+                attempt: c.record.attempts,
+                started_at_ms: row.claimed_at.unwrap_or(now_ms),
+            });
+        }
+    }
+    settled
+}

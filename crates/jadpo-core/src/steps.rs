@@ -1,0 +1,446 @@
+//! The runtime's steps: claim, prepare a call, conclude, record, tick.
+//!
+//! Each step is a plain method of [`Runtime`] ([`Runtime::claim_due`],
+//! [`Runtime::prepare_call`], [`Runtime::conclude`], [`Runtime::record_outcomes`],
+//! [`Runtime::tick`]), taking the time as an argument, so that both drivers of time
+//! run one copy of the attempt logic: the tokio loops of `jadpoc run`
+//! (`jadpo_runtime::live`) and the sequential virtual-time driver of `jadpoc test`
+//! ([`crate::scenario`]).
+
+use crate::breaker_view::{Gate, ProcessBreakers};
+use crate::builtin::{self, Raiser};
+use crate::clock::Clock;
+use crate::codes::RuntimeCode;
+use crate::config::RuntimeConfig;
+use crate::drivers::{CallRequest, Driver};
+use crate::events;
+use crate::payload::{call_args, new_event};
+use crate::rng::RandomSource;
+use crate::rules::breaker;
+use crate::rules::{
+    self, ClaimDecision, Decision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
+};
+use crate::store::{
+    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport, Expansion, NewEvent, Recorded,
+    ScheduleSpec, Store, StoreError, UnexpandedEvent,
+};
+use jadpo_check::program::{FailureKind, Program};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the steps tell whoever drives or watches them: work that is due now (the
+/// live driver wakes its idle claim loops), deliveries claimed and attempts
+/// recorded (the metrics). Every method does nothing unless overridden; the
+/// virtual-time driver attaches none.
+pub trait Observer: Send + Sync {
+    /// Deliveries are due now: an event stored, raised or released, a slot freed.
+    fn work_due(&self) {}
+    /// A claim at `now_ms` took `claimed` to run.
+    fn claimed(&self, _claimed: &Claimed, _now_ms: i64) {}
+    /// An attempt's outcome was written.
+    fn attempt(&self, _recorded: &Recorded, _subscriber: &str) {}
+}
+
+/// Observes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// What a run did, for the caller and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Attempts whose outcome was recorded.
+    pub recorded: u64,
+    /// Attempts and schedule runs cut off by the stop (an attempt comes back after
+    /// its lease).
+    pub abandoned: u64,
+}
+
+/// One finished attempt on its way to the store.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// The outcome and the core's decision.
+    pub recorded: Recorded,
+    /// The delivery's subscriber (for the log line).
+    pub subscriber: String,
+    /// When the attempt's lease ends: an outcome not written by then is dropped
+    /// (another claim may take the delivery back, and the lease is its record).
+    pub lease_until_ms: Option<i64>,
+    /// jadpo's own events the outcome raises (the delivery failed or parked),
+    /// stored with it only if it is written.
+    pub raises: Vec<NewEvent>,
+}
+
+/// A call ready to be made: its driver, its request and when its run's time limit
+/// ends it.
+pub struct PreparedCall {
+    /// The driver of the action's connection.
+    pub driver: Arc<dyn Driver>,
+    /// The call.
+    pub request: CallRequest,
+    /// When the run's time limit ends the call (`deadline_exceeded`).
+    pub deadline_ms: i64,
+}
+
+/// The runtime: a checked program, its store, clock and drivers.
+pub struct Runtime {
+    program: Arc<Program>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    drivers: Vec<Arc<dyn Driver>>,
+    subscribers: HashMap<String, usize>,
+    schedules: Vec<ScheduleSpec>,
+    observer: Arc<dyn Observer>,
+    random: RandomSource,
+    breakers: ProcessBreakers,
+    config: RuntimeConfig,
+}
+
+/// What a claim took, and how many due deliveries it left for a later claim
+/// because their connection has as many attempts in flight as it may.
+#[derive(Debug, Default)]
+pub struct DueClaim {
+    /// The store's report of the claim.
+    pub report: ClaimReport,
+    /// Due deliveries left for later (a slot frees when an attempt concludes,
+    /// which wakes the claim loops).
+    pub waiting: usize,
+}
+
+impl Runtime {
+    /// A runtime for `program`; `drivers[i]` performs calls through connection `i`
+    /// (a call through a connection without one ends as a defect, `runtime.no_driver`).
+    /// Every random draw of the run comes from `random` (hand the same source to
+    /// the drivers that draw).
+    pub fn new(
+        program: Arc<Program>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        drivers: Vec<Arc<dyn Driver>>,
+        random: RandomSource,
+        config: RuntimeConfig,
+    ) -> Runtime {
+        let breakers = ProcessBreakers::new(&program);
+        let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+        let schedules = program
+            .schedules
+            .iter()
+            .map(|s| ScheduleSpec { name: s.name.clone(), every_ms: s.every_ms, timeout_ms: s.timeout_ms })
+            .collect();
+        Runtime {
+            program,
+            store,
+            clock,
+            drivers,
+            subscribers,
+            schedules,
+            observer: Arc::new(NoObserver),
+            random,
+            breakers,
+            config,
+        }
+    }
+
+    /// The same runtime, its steps observed by `observer`.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Runtime {
+        self.observer = observer;
+        self
+    }
+
+    /// The runtime's store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The runtime's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// How the runtime runs.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// The run's random source.
+    pub fn random_source(&self) -> RandomSource {
+        self.random.clone()
+    }
+
+    /// A subscriber's run time limit, from which its leases are made. The checker
+    /// filled in the default (`budget::DEFAULT_RUN_TIMEOUT_MS`), so it is not
+    /// applied again here; a subscriber this program no longer has gets none: its
+    /// deliveries are given up at their claim and never run.
+    pub(crate) fn run_timeout_ms(&self, subscriber: &str) -> u64 {
+        self.subscribers.get(subscriber).map_or(0, |&i| self.program.subscribers[i].timeout_ms)
+    }
+
+    /// The core's claim decision for a candidate at `now_ms`.
+    fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64) -> ClaimDecision {
+        let timeout = self.run_timeout_ms(&c.subscriber);
+        match self.subscribers.get(&c.subscriber) {
+            Some(&i) => decide_at_claim(&c.record, &self.program.subscribers[i].budget, now_ms, c.handled, timeout),
+            // A delivery of a subscriber this program no longer has: a defect of
+            // the deployment, failed so an operator sees it (and can retry it).
+            None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, timeout) {
+                decided @ (ClaimDecision::Skip | ClaimDecision::Handled) => decided,
+                ClaimDecision::Run { lease_expired, .. }
+                | ClaimDecision::Hold { lease_expired, .. }
+                | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
+                    failure: Failure::new(RuntimeCode::RuntimeUnknownSubscriber, FailureKind::InternalFault),
+                    because: FailedBecause::Defect,
+                    lease_expired,
+                },
+            },
+        }
+    }
+
+    /// Claim up to `limit` due deliveries at `now_ms`, the core deciding each (the
+    /// breaker as this process knows it, see [`ProcessBreakers`]), and log those ended
+    /// at their claim. The claimed ones are to be run.
+    pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
+        // Runs let through, by connection, to give back those that did not start.
+        let mut let_through: HashMap<String, usize> = HashMap::new();
+        let mut waiting = 0;
+        let raiser = Raiser { program: &self.program };
+        // Started before the store reads any breaker's row: outcomes recorded
+        // while this claim runs still count for it.
+        let view = self.breakers.claim();
+        let claimed = self.store.claim_raising(
+            now_ms,
+            limit,
+            &mut |c| {
+                let decision = self.decide_claim(c, now_ms);
+                let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+                if next.is_some() {
+                    // The probe: the store's row decides it, conditionally.
+                    return (decision, next);
+                }
+                match view.gate(&c.connection, &c.breaker, &decision) {
+                    Gate::Run => {
+                        if matches!(decision, ClaimDecision::Run { .. }) {
+                            *let_through.entry(c.connection.clone()).or_default() += 1;
+                        }
+                        (decision, None)
+                    }
+                    Gate::Hold => (decision.held(), None),
+                    Gate::Wait => {
+                        waiting += 1;
+                        (ClaimDecision::Skip, None)
+                    }
+                }
+            },
+            &raiser,
+        );
+        drop(view);
+        let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
+        for c in started {
+            if let Some(n) = let_through.get_mut(&c.connection) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        for (connection, n) in let_through {
+            self.breakers.not_started(&connection, n);
+        }
+        let report = claimed?;
+        for e in &report.ended {
+            events::ended_at_claim(now_ms, e.id, &e.subscriber, &e.decision);
+        }
+        if report.ended.iter().any(|e| matches!(e.decision, ClaimDecision::GiveUp { .. })) {
+            // A delivery given up may have raised events whose deliveries are due now.
+            self.observer.work_due();
+        }
+        report.run.iter().for_each(|c| self.observer.claimed(c, now_ms));
+        Ok(DueClaim { report, waiting })
+    }
+
+    /// The call a claimed delivery makes, or the defect that stops it before it is
+    /// made (as the outcome to record).
+    pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
+        let Some(&si) = self.subscribers.get(&c.subscriber) else {
+            return Err(defect(RuntimeCode::RuntimeUnknownSubscriber));
+        };
+        let sub = &self.program.subscribers[si];
+        let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
+            return Err(defect(RuntimeCode::RuntimeBadPayload));
+        };
+        let Some(action) = self.program.actions.get(sub.call.action) else {
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
+        };
+        let Some(driver) = self.drivers.get(action.connection) else {
+            return Err(defect(RuntimeCode::RuntimeNoDriver));
+        };
+        let request = CallRequest {
+            action: action.name.clone(),
+            args: call_args(&self.program, &sub.call, &payload),
+            event_id: Some(c.event_id),
+            event: c.event.clone(),
+            delivery: Some(c.id),
+            attempt: c.attempt,
+        };
+        let deadline_ms = c.claimed_at_ms.saturating_add(rules::ms_i64(sub.timeout_ms));
+        Ok(PreparedCall { driver: driver.clone(), request, deadline_ms })
+    }
+
+    /// What to record for a claimed delivery whose call ended with `outcome` at
+    /// `now_ms`: the core decides, drawing from the runtime's random source.
+    pub fn conclude(&self, c: &Claimed, outcome: Outcome, now_ms: i64) -> Done {
+        let budget =
+            self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
+        let decision = self.random.with(|rng| decide_after_attempt(&c.record, &budget, &outcome, now_ms, rng));
+        if self.breakers.concluded(&c.connection, c.id, &outcome, now_ms) {
+            // A claim may have left deliveries for this connection's free slot.
+            self.observer.work_due();
+        }
+        let raises = match &decision {
+            Decision::Failed { failure, .. } | Decision::Parked { failure } => {
+                let ended = EndedDelivery {
+                    id: c.id,
+                    event_id: c.event_id,
+                    event: &c.event,
+                    subscriber: &c.subscriber,
+                    parked: matches!(decision, Decision::Parked { .. }),
+                    failure,
+                    attempts: c.attempt,
+                };
+                builtin::delivery_ended(&self.program, &ended)
+            }
+            Decision::Succeeded | Decision::Retry { .. } => Vec::new(),
+        };
+        Done {
+            raises,
+            recorded: Recorded {
+                id: c.id,
+                connection: c.connection.clone(),
+                attempt: c.attempt,
+                started_at_ms: c.claimed_at_ms,
+                ended_at_ms: now_ms,
+                outcome,
+                decision,
+            },
+            subscriber: c.subscriber.clone(),
+            lease_until_ms: c.record.lease_until_ms,
+        }
+    }
+
+    /// Record finished attempts in one transaction and log those written; returns
+    /// how many were still owned by their attempt and written (one whose lease
+    /// another claim took is that claim's to report).
+    pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
+        let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
+        let raised: Vec<Vec<NewEvent>> = done.iter().map(|d| d.raises.clone()).collect();
+        let written = self.store.record_raising(&records, &raised, &Raiser { program: &self.program });
+        // Recorded or not (a delivery not written comes back at its lease's end),
+        // the store's row speaks for these outcomes from now on.
+        for r in &records {
+            self.breakers.recorded(&r.connection, r.id);
+        }
+        let written = written?;
+        if written.iter().filter_map(|&i| done.get(i)).any(|d| !d.raises.is_empty()) {
+            // The events it raised have deliveries due now.
+            self.observer.work_due();
+        }
+        for d in written.iter().filter_map(|&i| done.get(i)) {
+            let r = &d.recorded;
+            let duration_ms = r.ended_at_ms - r.started_at_ms;
+            events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
+            self.observer.attempt(r, &d.subscriber);
+        }
+        Ok(written.len())
+    }
+
+    /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
+    /// releases), logging each alert this process raised, and claim the schedules
+    /// due (the caller runs them).
+    pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
+        let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
+        sweep.alerts.iter().for_each(events::alert);
+        if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
+            // A woken probe, released deliveries or an alert's events are due now.
+            self.observer.work_due();
+        }
+        if self.schedules.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store.claim_schedules(&self.schedules, now_ms)
+    }
+
+    /// The earliest time the tick has work at or after `now_ms`, if any (for the
+    /// virtual-time driver, which runs the tick only when it has something to do).
+    pub fn next_tick_work_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        let sweep = self.store.next_sweep_ms(now_ms)?;
+        let schedules = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
+        Ok(match (sweep, schedules) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// Make sure every declared schedule has its row (at start).
+    pub fn sync_schedules(&self, now_ms: i64) -> Result<(), StoreError> {
+        self.store.sync_schedules(&self.schedules, now_ms)
+    }
+
+    /// The call a schedule's run makes, or the defect that stops it.
+    pub fn prepare_schedule(&self, name: &str, started_ms: i64) -> Result<PreparedCall, Outcome> {
+        let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
+        let Some(s) = self.program.schedules.iter().find(|s| s.name == name) else {
+            return Err(defect(RuntimeCode::RuntimeUnknownSchedule));
+        };
+        let Some((action, driver)) =
+            self.program.actions.get(s.call.action).and_then(|a| Some((a, self.drivers.get(a.connection)?)))
+        else {
+            return Err(defect(RuntimeCode::RuntimeUnknownAction));
+        };
+        let request = CallRequest {
+            action: action.name.clone(),
+            args: call_args(&self.program, &s.call, &Value::Null),
+            event_id: None,
+            event: name.to_string(),
+            delivery: None,
+            attempt: 1,
+        };
+        let deadline_ms = started_ms.saturating_add(rules::ms_i64(s.timeout_ms));
+        Ok(PreparedCall { driver: driver.clone(), request, deadline_ms })
+    }
+
+    /// Record and log how a schedule's run ended.
+    pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
+        let failure = outcome.failure();
+        let result = self.store.record_schedule(name, run, now_ms, failure.as_ref()).map(|_| ());
+        events::schedule_run(now_ms, name, run, outcome);
+        result
+    }
+
+    /// What an event written in SQL becomes under this program: its deliveries,
+    /// or invalid with the code (as `jadpoc explain` knows it) and message
+    /// `jadpoc emit` refuses its payload with (the one validation of
+    /// [`crate::payload`]).
+    pub fn expansion(&self, e: &UnexpandedEvent) -> Expansion {
+        match new_event(&self.program, &e.name, &e.payload) {
+            Ok(new) => Expansion::Deliveries(new.deliveries),
+            Err(refused) => {
+                Expansion::Invalid { code: refused.registered().as_str().to_string(), reason: refused.to_string() }
+            }
+        }
+    }
+
+    /// Expand up to `limit` events written in SQL at `now_ms`: each gets its
+    /// deliveries, due at once, or is kept invalid with the reason (logged);
+    /// claim loops are woken for the new deliveries.
+    pub fn expand_events(&self, now_ms: i64, limit: usize) -> Result<ExpandReport, StoreError> {
+        let report = self.store.expand_events(now_ms, limit, &mut |e| self.expansion(e))?;
+        for e in &report.invalid {
+            events::event_invalid(now_ms, e.id, &e.name, &e.code, &e.reason);
+        }
+        if report.expanded.iter().any(|e| e.deliveries > 0) {
+            self.observer.work_due();
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,883 @@
+//! The store: events, deliveries, attempts, handled records, schedules and
+//! breakers, behind one trait.
+//!
+//! The trait is synchronous and coarse-grained (one call = one transaction), which
+//! both stores implement without a change to the core or the workers: SQLite (one
+//! `BEGIN IMMEDIATE` writer per file) and PostgreSQL (`FOR UPDATE SKIP LOCKED` in
+//! [`Store::claim`], guarded statements for every other change); the workers call
+//! it from blocking threads.
+//!
+//! The stores are crates of their own (`jadpo-store-sqlite`, `jadpo-store-postgres`),
+//! each mapping its driver's errors into [`StoreError`]; `jadpo-runtime` opens one
+//! from where it is.
+
+pub mod columns;
+mod raise;
+
+pub use raise::{EndedDelivery, NoRaise, Raise};
+
+use crate::rules::breaker::{BreakerRow, Pause};
+use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
+use jadpo_check::program::DeliveryState;
+use std::time::Duration;
+
+/// How long a locked store is waited on, in all, before an operation gives up.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// What a command means to do with the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write; a missing store is created (with its folder) and migrated.
+    ReadWrite,
+    /// Only read (`status`, `deliveries`, `breakers`): nothing is created, migrated
+    /// or locked for writing, so it works on a read-only file and beside a writer.
+    ReadOnly,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Read-write or read-only.
+    pub access: Access,
+    /// How long a locked store is waited on before an operation gives up.
+    pub lock_wait: Duration,
+}
+
+impl OpenOptions {
+    /// Read-write, waiting [`DEFAULT_LOCK_WAIT`] on a lock.
+    pub fn read_write() -> OpenOptions {
+        OpenOptions { access: Access::ReadWrite, lock_wait: DEFAULT_LOCK_WAIT }
+    }
+
+    /// Read-only, waiting [`DEFAULT_LOCK_WAIT`] on a lock.
+    pub fn read_only() -> OpenOptions {
+        OpenOptions { access: Access::ReadOnly, lock_wait: DEFAULT_LOCK_WAIT }
+    }
+}
+
+/// Why a delivery ended as its last attempt decided: the failure's reason
+/// ([`crate::rules::FailedBecause`]'s word), `succeeded`, or `outcome_unknown` for a
+/// parked one; `None` while it goes on.
+pub fn end_reason_after_attempt(decision: &Decision) -> Option<&'static str> {
+    match decision {
+        Decision::Succeeded => Some(END_SUCCEEDED),
+        Decision::Retry { .. } => None,
+        Decision::Failed { because, .. } => Some(because.as_str()),
+        Decision::Parked { .. } => Some(END_OUTCOME_UNKNOWN),
+    }
+}
+
+/// Why a delivery ended at a claim: `handled` (a handled record was found), or the
+/// reason it was given up; `None` when the claim did not end it.
+pub fn end_reason_at_claim(decision: &ClaimDecision) -> Option<&'static str> {
+    match decision {
+        ClaimDecision::Handled => Some(END_HANDLED),
+        ClaimDecision::GiveUp { because, .. } => Some(because.as_str()),
+        ClaimDecision::Skip | ClaimDecision::Run { .. } | ClaimDecision::Hold { .. } => None,
+    }
+}
+
+/// The end reason of a delivery whose attempt succeeded.
+pub const END_SUCCEEDED: &str = "succeeded";
+/// The end reason of a delivery a claim found handled already.
+pub const END_HANDLED: &str = "handled";
+/// The end reason of a parked delivery (an outside call may have happened).
+pub const END_OUTCOME_UNKNOWN: &str = "outcome_unknown";
+
+/// Everything that can go wrong in a store, as values.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists and is not a jadpo store; it is left untouched.
+    #[error("`{path}` is not a jadpo store (refusing to touch it)")]
+    Foreign {
+        /// The file given.
+        path: String,
+    },
+    /// The store was made by a newer jadpo.
+    #[error("`{path}` has schema version {found}; this jadpoc knows up to {known}")]
+    TooNew {
+        /// The file given.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// The store's schema is older than what a command that only reads needs (it
+    /// creates and changes nothing, so it cannot bring it up to date): the
+    /// migrations it lacks, and the command that applies them.
+    #[error(
+        "`{path}` has schema version {found}, older than this jadpoc reads (version {needs} or newer): \
+         `jadpoc migrate --db '{path}'` applies migrations {first} to {known} (`--print` shows their SQL \
+         first), as `jadpoc run` and `jadpoc emit` do",
+        first = .found + 1
+    )]
+    TooOld {
+        /// The store given.
+        path: String,
+        /// Its version.
+        found: i64,
+        /// The oldest version the reads know.
+        needs: i64,
+        /// The newest version this build knows, which `jadpoc migrate` brings it to.
+        known: i64,
+    },
+    /// The database stayed locked by another process past every retry.
+    #[error("the store stayed locked for {waited_s}s; no change was made")]
+    Busy {
+        /// How long we waited.
+        waited_s: u64,
+    },
+    /// The disk holding the store is full.
+    #[error("the disk holding the store `{path}` is full; no change was made")]
+    Full {
+        /// The file given.
+        path: String,
+    },
+    /// The store can only be read (its file, folder or disk is read-only).
+    #[error("the store `{path}` is read-only; no change was made")]
+    ReadOnly {
+        /// The file given.
+        path: String,
+    },
+    /// A read-only command found no store.
+    #[error("no store at `{path}` (`jadpoc emit` or `jadpoc run` creates one)")]
+    Missing {
+        /// The file given.
+        path: String,
+    },
+    /// The database server could not be reached (the URL shown without password).
+    #[error("cannot reach the database `{url}`: {message}")]
+    Unreachable {
+        /// The URL, its password replaced by `***`.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The connection to the database server was lost during the operation (its
+    /// transaction is rolled back by the server; the operation is tried again).
+    #[error("the connection to the database was lost: {message}")]
+    ConnectionLost {
+        /// The driver's words.
+        message: String,
+    },
+    /// The store could not be created or opened.
+    #[error("cannot open the store `{path}`: {message}")]
+    Open {
+        /// The file given.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A constraint of the store's schema refused a change (a defect: every change
+    /// is guarded before it is written).
+    #[error("the store refused a change: {message}")]
+    Constraint {
+        /// The database's words.
+        message: String,
+    },
+    /// Any other failure of the store's database, in its driver's words.
+    #[error("store error: {message}")]
+    Database {
+        /// The driver's words (PostgreSQL's prefixed by its SQLSTATE).
+        message: String,
+    },
+    /// A row that does not read back as this build wrote it.
+    #[error("corrupt store row: {0}")]
+    Corrupt(String),
+}
+
+/// An event to store, with the deliveries it makes.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// The event's name.
+    pub name: String,
+    /// Its JSON payload (already validated).
+    pub payload: String,
+    /// One delivery per subscriber whose `on:` names it.
+    pub deliveries: Vec<NewDelivery>,
+}
+
+/// A delivery to create with its event.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    /// The subscriber's name.
+    pub subscriber: String,
+    /// The connection its action calls through.
+    pub connection: String,
+}
+
+/// A delivery found due by a claim, before the core decides.
+#[derive(Debug, Clone)]
+pub struct ClaimCandidate {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// Its record.
+    pub record: Record,
+    /// Whether a handled record exists for it.
+    pub handled: bool,
+    /// Its connection's breaker as it stands in this claim (closed and never
+    /// failed when the connection has no row yet).
+    pub breaker: BreakerRow,
+}
+
+/// What the core decided for a claim candidate: the delivery's fate, and the
+/// breaker's next row when this claim makes it the probe.
+pub type ClaimVerdict = (ClaimDecision, Option<BreakerRow>);
+
+/// What an operator's retry decides from: a final delivery's state and attempts
+/// (its budget is fresh, so nothing else of the row counts).
+pub fn retry_subject(state: DeliveryState, attempts: u32, now_ms: i64) -> Record {
+    Record {
+        state,
+        attempts,
+        due_at_ms: None,
+        lease_until_ms: None,
+        budget_start_ms: now_ms,
+        held_ms: 0,
+        last_failure: None,
+    }
+}
+
+/// A delivery a claim took to run.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: String,
+    /// Its event's JSON payload.
+    pub payload: String,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// The attempt this claim counted.
+    pub attempt: u32,
+    /// When the claim was made (the attempt's start).
+    pub claimed_at_ms: i64,
+    /// When the delivery was due, as the claim read it (a lease taken back: when
+    /// the lease ended), for the claim's lag.
+    pub due_at_ms: i64,
+    /// The record after the claim (state `running`, attempts counted).
+    pub record: Record,
+}
+
+/// What a claim did, besides the deliveries it took to run.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimReport {
+    /// Deliveries to run now.
+    pub run: Vec<Claimed>,
+    /// Deliveries ended at the claim: a handled record found (`Handled`), or given
+    /// up (`GiveUp`).
+    pub ended: Vec<EndedAtClaim>,
+    /// Deliveries held by their connection's open breaker.
+    pub held: Vec<HeldAtClaim>,
+}
+
+/// A delivery a claim ended without running it.
+#[derive(Debug, Clone)]
+pub struct EndedAtClaim {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// How it ended: `Handled` or `GiveUp`.
+    pub decision: ClaimDecision,
+}
+
+/// A delivery a claim held for its connection's open breaker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldAtClaim {
+    /// The delivery's id.
+    pub id: i64,
+    /// The connection whose breaker holds it.
+    pub connection: String,
+}
+
+impl ClaimReport {
+    /// How many deliveries the claim changed.
+    pub fn changed(&self) -> usize {
+        self.run.len() + self.ended.len() + self.held.len()
+    }
+}
+
+/// An attempt's outcome and the core's decision, to record in one transaction.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its connection, whose breaker the outcome counts for.
+    pub connection: String,
+    /// The attempt's number; the record is only written while the delivery is
+    /// still `running` with this attempt (a reclaimed lease wins).
+    pub attempt: u32,
+    /// When the attempt started.
+    pub started_at_ms: i64,
+    /// When it ended.
+    pub ended_at_ms: i64,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// What the core decided.
+    pub decision: Decision,
+}
+
+/// Which deliveries to list.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    /// Only this state.
+    pub state: Option<DeliveryState>,
+    /// Only this subscriber.
+    pub subscriber: Option<String>,
+    /// At most this many, newest first when set.
+    pub limit: Option<usize>,
+}
+
+/// A delivery as `jadpoc deliveries` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryView {
+    /// Its id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: String,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// Its connection.
+    pub connection: String,
+    /// Its state.
+    pub state: DeliveryState,
+    /// Attempts used.
+    pub attempts: u32,
+    /// When it is due (pending only).
+    pub due_at_ms: Option<i64>,
+    /// When its lease ends (running only).
+    pub lease_until_ms: Option<i64>,
+    /// When it was held from (held only).
+    pub held_since_ms: Option<i64>,
+    /// Time spent held so far.
+    pub held_ms: i64,
+    /// The start of its budget.
+    pub budget_start_ms: i64,
+    /// When it was created.
+    pub created_at_ms: i64,
+    /// Its last failure.
+    pub last_failure: Option<Failure>,
+    /// Why it ended as it did, once it has ended (`succeeded`, `handled`,
+    /// `outcome_unknown`, `past_window`, `attempts_used`, `not_retryable`, `defect`).
+    pub end_reason: Option<String>,
+}
+
+/// One attempt of a delivery's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptView {
+    /// Its number.
+    pub attempt: u32,
+    /// When it started.
+    pub started_at_ms: i64,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// `succeeded` or `failed`.
+    pub outcome: String,
+    /// The failure's code, if it failed.
+    pub code: Option<String>,
+    /// The failure's kind, if it failed.
+    pub kind: Option<String>,
+    /// The HTTP status, if any.
+    pub http_status: Option<u16>,
+    /// The failure's short human reason, if the driver gave one.
+    pub reason: Option<String>,
+}
+
+/// What an operator retry did to one delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryResult {
+    /// It is pending again with a fresh budget.
+    Retried,
+    /// No delivery has that id.
+    NotFound,
+    /// It is in a state that cannot be retried.
+    NotRetryable(DeliveryState),
+}
+
+/// Deliveries counted by state and subscriber.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusView {
+    /// Counts by state, every state present.
+    pub states: Vec<(DeliveryState, u64)>,
+    /// Counts by subscriber, then state (only states with deliveries).
+    pub subscribers: Vec<(String, Vec<(DeliveryState, u64)>)>,
+    /// Breakers not closed.
+    pub breakers_open: u64,
+    /// Connections an operator has paused.
+    pub breakers_paused: u64,
+    /// Age in seconds of the oldest pending delivery.
+    pub oldest_pending_s: Option<i64>,
+    /// Events invalid, and waiting to be expanded ([`Store::event_counts`]).
+    pub events: EventCounts,
+}
+
+/// A connection's circuit breaker as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerView {
+    /// The connection.
+    pub connection: String,
+    /// Its row.
+    pub row: BreakerRow,
+    /// Deliveries held for it now.
+    pub held: u64,
+}
+
+/// An outage's alert, raised once (`delivery.alert`, `connection_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerAlert {
+    /// The connection.
+    pub connection: String,
+    /// When its breaker opened.
+    pub since_ms: i64,
+    /// Deliveries the outage holds when the alert is written: those held, and
+    /// those due that its open breaker will hold at their claim.
+    pub held: u64,
+}
+
+/// What the tick's sweep of the breakers did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BreakerSweep {
+    /// Alerts this process raised (each outage's alert is raised by one process).
+    pub alerts: Vec<BreakerAlert>,
+    /// Held deliveries woken to be a probe, due now.
+    pub woken: Vec<i64>,
+    /// Held deliveries released because their breaker is closed.
+    pub released: u64,
+}
+
+/// A schedule the program declares.
+#[derive(Debug, Clone)]
+pub struct ScheduleSpec {
+    /// Its name.
+    pub name: String,
+    /// Its period.
+    pub every_ms: u64,
+    /// Its run's time limit.
+    pub timeout_ms: u64,
+}
+
+/// A schedule's run taken by a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedSchedule {
+    /// Its name.
+    pub name: String,
+    /// The run's number.
+    pub run: u64,
+}
+
+/// An operator's action on a connection, as the store keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseAction {
+    /// `jadpoc breakers pause`.
+    Pause,
+    /// `jadpoc breakers resume`.
+    Resume,
+    /// A pause with `--for` came to its end (the sweep ended it).
+    Ended,
+}
+
+impl PauseAction {
+    /// Every action.
+    pub const ALL: [PauseAction; 3] = [PauseAction::Pause, PauseAction::Resume, PauseAction::Ended];
+
+    /// The word stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseAction::Pause => "pause",
+            PauseAction::Resume => "resume",
+            PauseAction::Ended => "pause_ended",
+        }
+    }
+
+    /// The action whose stored word is `word`.
+    pub fn parse(word: &str) -> Option<PauseAction> {
+        PauseAction::ALL.into_iter().find(|a| a.as_str() == word)
+    }
+}
+
+/// An operator's action on a connection as the store kept it, for `jadpoc
+/// breakers history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerAction {
+    /// The connection.
+    pub connection: String,
+    /// What was done.
+    pub action: PauseAction,
+    /// When.
+    pub at_ms: i64,
+    /// Who (for a pause's end, who paused).
+    pub by: String,
+    /// Why, when given.
+    pub reason: Option<String>,
+    /// When a pause given `--for` was to end.
+    pub until_ms: Option<i64>,
+}
+
+/// What an operator's resume did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// The breaker's row before (`None`: the connection had no row, so nothing
+    /// was paused, open or held).
+    pub was: Option<BreakerRow>,
+    /// Held deliveries released, due at once.
+    pub released: u64,
+}
+
+/// What retention deletes: final deliveries in `states` whose last activity
+/// (their last claim, else their creation) is before `cut_ms`, at most `batch`
+/// per transaction, with their attempts and handled records, and the events
+/// left with no delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunePlan {
+    /// Deliveries last active before this are deleted.
+    pub cut_ms: i64,
+    /// The final states deleted (see [`crate::rules::retention`]).
+    pub states: Vec<DeliveryState>,
+    /// Most deliveries deleted in one transaction.
+    pub batch: usize,
+}
+
+/// Rows retention deleted (or, for a dry run, would delete).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneCounts {
+    /// Deliveries.
+    pub deliveries: u64,
+    /// Their attempts.
+    pub attempts: u64,
+    /// Their handled records.
+    pub handled: u64,
+    /// Events left with no delivery.
+    pub events: u64,
+}
+
+impl PruneCounts {
+    /// These counts and `other`'s.
+    pub fn plus(self, other: PruneCounts) -> PruneCounts {
+        PruneCounts {
+            deliveries: self.deliveries + other.deliveries,
+            attempts: self.attempts + other.attempts,
+            handled: self.handled + other.handled,
+            events: self.events + other.events,
+        }
+    }
+}
+
+/// An event stored but not yet expanded (written in SQL by the application, with
+/// no deliveries): what the expansion step reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnexpandedEvent {
+    /// Its id.
+    pub id: i64,
+    /// Its name as written.
+    pub name: String,
+    /// Its JSON payload as stored.
+    pub payload: String,
+}
+
+/// What the expansion step decided for one event.
+#[derive(Debug, Clone)]
+pub enum Expansion {
+    /// Its deliveries, one per subscriber of the event (none when no subscriber
+    /// listens to it).
+    Deliveries(Vec<NewDelivery>),
+    /// Its payload does not match the program: kept, with the refusal's code and
+    /// message, and delivered to no one.
+    Invalid {
+        /// The code `jadpoc emit` and `--listen` refuse such a payload with.
+        code: String,
+        /// The refusal's message.
+        reason: String,
+    },
+}
+
+/// What one expansion step did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpandReport {
+    /// Events expanded into deliveries.
+    pub expanded: Vec<Expanded>,
+    /// Events found invalid.
+    pub invalid: Vec<InvalidEvent>,
+}
+
+/// An event the expansion step gave its deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expanded {
+    /// The event's id.
+    pub id: i64,
+    /// How many deliveries it made.
+    pub deliveries: usize,
+}
+
+/// An event the expansion step kept invalid: its payload does not match the
+/// program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidEvent {
+    /// The event's id.
+    pub id: i64,
+    /// Its name as written.
+    pub name: String,
+    /// The code `jadpoc emit` refuses such a payload with.
+    pub code: String,
+    /// The refusal's message.
+    pub reason: String,
+}
+
+/// Which events to list.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Only events of this name.
+    pub name: Option<String>,
+    /// Only events emitted at or after this time.
+    pub since_ms: Option<i64>,
+    /// Only events emitted before this time.
+    pub until_ms: Option<i64>,
+    /// At most this many (newest first either way).
+    pub limit: Option<usize>,
+}
+
+/// An event as `jadpoc events` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventView {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its JSON payload as stored.
+    pub payload: String,
+    /// When it was stored.
+    pub emitted_at_ms: i64,
+    /// Whether its deliveries are made (or it was found invalid); false while an
+    /// event written in SQL waits for a running process.
+    pub expanded: bool,
+    /// Why it was found invalid: `(code, reason)`.
+    pub invalid: Option<(String, String)>,
+    /// The event it replays, when it is a replay.
+    pub replay_of: Option<i64>,
+    /// Its deliveries counted by state (only states with deliveries).
+    pub deliveries: Vec<(DeliveryState, u64)>,
+}
+
+/// A replay to store: a new event, with fresh deliveries, naming the event it
+/// replays.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The event replayed.
+    pub of: i64,
+    /// The new event and its deliveries.
+    pub event: NewEvent,
+}
+
+/// Events counted for `jadpoc status` and the metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventCounts {
+    /// Events kept invalid (their payload did not match the program).
+    pub invalid: u64,
+    /// Events written in SQL not yet expanded.
+    pub unexpanded: u64,
+    /// Events in the store by name, whoever stored them.
+    pub by_name: Vec<(String, u64)>,
+}
+
+/// The store's operations; each call is one transaction.
+pub trait Store: Send + Sync {
+    /// Store events and their deliveries, due at once, in one transaction; returns
+    /// the events' ids in order.
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError>;
+
+    /// Claim up to `limit` due deliveries (pending and due, or running with an
+    /// ended lease). For each, `decide` (the core) says what the claim does; every
+    /// change is conditional on the row being as it was read, so two processes
+    /// never take one delivery. (As [`Store::claim_raising`], raising nothing.)
+    fn claim(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    ) -> Result<ClaimReport, StoreError> {
+        self.claim_raising(now_ms, limit, decide, &NoRaise)
+    }
+
+    /// Record attempts' outcomes and decisions in one transaction, each with its
+    /// attempt row (and a handled record on success), and count each outcome for
+    /// its connection's breaker (the core's [`crate::rules::breaker::after_attempt`]);
+    /// a breaker that closes releases its held deliveries, due at once. Returns the
+    /// indices, in `outcomes`, of those still owned by their attempt and written (an
+    /// outcome whose lease another claim took is skipped). (As
+    /// [`Store::record_raising`], raising nothing.)
+    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
+        self.record_raising(outcomes, &[], &NoRaise)
+    }
+
+    /// The earliest time a delivery becomes claimable, if any is waiting.
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// List deliveries.
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError>;
+
+    /// One delivery with its attempts.
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError>;
+
+    /// Operator retry of each id at `now_ms` (the core decides the fresh record).
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError>;
+
+    /// Deliveries counted by state and subscriber.
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError>;
+
+    /// Make sure every declared schedule has a row; a schedule seen the first time
+    /// is due `every` from now. Rows of schedules no longer declared are kept.
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError>;
+
+    /// Claim the schedules due at `now_ms`, moving each one's due time to its next
+    /// tick after now (one catch-up run, not one per missed tick).
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError>;
+
+    /// Record how a schedule's run `run` ended; a run that is no longer the
+    /// schedule's latest (another process claimed a newer one) changes nothing.
+    /// Returns whether it was written.
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError>;
+
+    /// The earliest due time of the given schedules.
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// Every breaker with a row, by connection name (a connection without one is
+    /// closed and has never failed).
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError>;
+
+    /// The tick's sweep of the breakers at `now_ms`: raise each outage's alert
+    /// once, wake the delivery held longest to be the probe once a pause has
+    /// passed (`lease_until` gives a subscriber's lease taken now), and release
+    /// deliveries whose breaker has closed. (As [`Store::sweep_breakers_raising`],
+    /// raising nothing.)
+    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
+        self.sweep_breakers_raising(now_ms, lease_until, &NoRaise)
+    }
+
+    /// When the sweep next has work, if it has any.
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
+
+    // Operators' pauses of connections.
+
+    /// Pause `connection` (creating its breaker row, closed, if it has none) as
+    /// `pause` says, and keep the action; returns the row written.
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError>;
+
+    /// Resume `connection` at `now_ms`: its breaker closed, its pause ended, what
+    /// it holds released due at once; the action kept with `by` and `reason`.
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError>;
+
+    /// Whether the store knows `connection`: a breaker row or a delivery through it.
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
+
+    /// Every pause, resume and end of a pause kept, oldest first; only
+    /// `connection`'s when given.
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError>;
+
+    // Retention.
+
+    /// Delete one batch of what `plan` names, in one transaction (each delivery by
+    /// a statement guarded by its being final and old still; its attempts and
+    /// handled record only once that matched). Zero deliveries: nothing is left.
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
+
+    /// What pruning by `plan` would delete now, deleting nothing.
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
+
+    // Events written in SQL, and the listing and replay of events.
+
+    /// Expand up to `limit` events stored without deliveries (written in SQL),
+    /// oldest first: `expand` (the program) says what each becomes; each event is
+    /// marked expanded by one statement conditional on its not being so yet, and
+    /// its deliveries (due at once) are written only after that matched, so two
+    /// processes never expand one event twice.
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError>;
+
+    /// List events, newest first, with their deliveries counted by state.
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError>;
+
+    /// One event with its deliveries.
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError>;
+
+    /// Store replays in one transaction: each a new event, expanded, naming the
+    /// event it replays, with its deliveries due at once. Returns the new ids.
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError>;
+
+    /// Events counted: invalid, and not yet expanded.
+    fn event_counts(&self) -> Result<EventCounts, StoreError>;
+
+    // One clock and wake-ups across processes.
+
+    /// The database's clock (`clock_timestamp()` on PostgreSQL), which every
+    /// process sharing the store reads alike; `None` for a store whose processes
+    /// share one host's clock (SQLite).
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError>;
+
+    /// Call `wake` whenever any process stores an event, until the store is
+    /// dropped (PostgreSQL: `LISTEN` on one connection of its own, listened to
+    /// again after a reconnect, calling `wake` then too). Returns whether the store
+    /// can; one that cannot (SQLite) leaves other processes' events to polling.
+    fn listen(&self, wake: Waker) -> Result<bool, StoreError>;
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    /// As [`Store::claim`]; a delivery given up at the claim stores
+    /// `raise.delivery_ended`'s events once its statement matched.
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError>;
+
+    /// As [`Store::record`]; `raised[i]` (if any) is stored with `outcomes[i]` only
+    /// if that outcome is written, and a breaker that closes stores
+    /// `raise.connection_recovered`'s events.
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError>;
+
+    /// As [`Store::sweep_breakers`]; an alert this sweep raises stores
+    /// `raise.connection_unavailable`'s events.
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError>;
+}
+
+/// What [`Store::listen`] calls when an event was stored.
+pub type Waker = std::sync::Arc<dyn Fn() + Send + Sync>;

@@ -1,0 +1,15 @@
+//! The jadpo runtime's HTTP side, on hyper and rustls (ring):
+//!
+//! - [`client`]: the HTTP driver that calls providers (answer mapping, re-sends,
+//!   the in-flight limit, TLS and mTLS, and the connector that tells a call the
+//!   provider never read).
+//! - [`ingest`]: `jadpoc run --listen`, events taken over HTTP with a group commit.
+//! - [`metrics`]: the run's Prometheus metrics (an observer of the runtime's
+//!   steps) and their `--metrics` endpoint.
+//! - `server`: the accept loop the ingest and the metrics share (the connection
+//!   cap, the spare descriptor, the drain at a stop).
+
+pub mod client;
+pub mod ingest;
+pub mod metrics;
+mod server;

@@ -1,0 +1,696 @@
+//! The live driver of time: the tokio loops behind `jadpoc run`.
+//!
+//! Claim loops take due deliveries in batches (one transaction per batch), taking
+//! turns (one claim at a time per process), start each attempt as its own task
+//! under the subscriber's `timeout:`, and hand its outcome to one committer that
+//! records every outcome waiting in one batch (one transaction per batch, each
+//! outcome with its attempt row). A loop takes its in-flight permits before it
+//! claims, so every delivery it claims starts at once and its run's time limit
+//! (counted from the claim) is all its own. The tick, once a second, sweeps
+//! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
+//! leases are taken back by the claims themselves (a claim reads ended leases
+//! before due deliveries). One more loop expands events written in SQL (their
+//! deliveries made, or the event kept invalid), looking as often as an idle claim
+//! loop polls.
+//!
+//! The clock is the runtime's: the system clock on SQLite, the database's on
+//! PostgreSQL (re-read at every tick: [`jadpo_core::clock::AnchoredClock`]). Events
+//! other processes store wake the claim loops when the store can tell
+//! ([`jadpo_core::store::Store::listen`]); polling stays as the fallback.
+//!
+//! A lost store never ends the run: every store error is logged and tried again
+//! after a pause that grows while the errors go on (claims, the tick, the
+//! schedules' rows at start), and the committer keeps a batch it could not write
+//! and writes it again, until written or until its attempts' leases have ended
+//! (then the leases bring those deliveries back, as after a crash).
+//!
+//! A panic is not a store error: a task that panics (an attempt's call, a store
+//! call, a loop) is a defect. It is logged as `runtime.internal_fault` with its
+//! message, an attempt whose call panicked is recorded `failed` with that code,
+//! and the run stops as on a stop, returning the fault ([`InternalFault`]).
+//!
+//! The work itself is the [`Runtime`]'s steps ([`jadpo_core::steps`]); this module
+//! only decides when they run, and wakes its idle loops when the steps say work is
+//! due ([`Live`] observes the steps).
+
+use futures_util::FutureExt;
+use jadpo_check::program::FailureKind;
+use jadpo_core::clock::Clock;
+use jadpo_core::codes::RuntimeCode;
+use jadpo_core::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
+use jadpo_core::drivers::SendMark;
+use jadpo_core::events;
+use jadpo_core::rules::{self, Outcome};
+use jadpo_core::steps::{Done, DueClaim, Observer, PreparedCall, RunSummary, Runtime};
+use jadpo_core::store::{Claimed, Recorded, StoreError, Waker};
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tracing::Instrument;
+
+/// A task of the run panicked, a defect: the run stopped of itself, as on a stop
+/// (running attempts finished and were recorded), keeping what it had committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalFault {
+    /// What panicked: `a claim loop`, `the call of delivery 7`, `the store's claim`.
+    pub task: String,
+    /// The panic's message.
+    pub message: String,
+}
+
+impl std::fmt::Display for InternalFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} panicked: {}", RuntimeCode::RuntimeInternalFault, self.task, self.message)
+    }
+}
+
+impl std::error::Error for InternalFault {}
+
+/// The run's own stop: turned on by the caller's stop or by the first panic of a
+/// task, which it keeps for the run's result.
+#[derive(Clone)]
+struct Halt {
+    stop: watch::Sender<bool>,
+    fault: Arc<std::sync::Mutex<Option<InternalFault>>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Halt {
+    fn new(clock: Arc<dyn Clock>) -> Halt {
+        Halt { stop: watch::Sender::new(false), fault: Arc::default(), clock }
+    }
+
+    /// The stop, as a loop watches it (it only ever turns to true).
+    fn subscribe(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// `task` panicked with `panic`: log it and stop the run.
+    fn panicked(&self, task: &str, panic: &(dyn Any + Send)) {
+        let message = panic_message(panic);
+        events::internal_fault(self.clock.now_ms(), task, &message);
+        let mut first = self.fault.lock().unwrap_or_else(PoisonError::into_inner);
+        first.get_or_insert_with(|| InternalFault { task: task.to_string(), message });
+        drop(first);
+        self.stop();
+    }
+
+    /// The run's result: `summary`, unless a task panicked.
+    fn result(&self, summary: RunSummary) -> Result<RunSummary, InternalFault> {
+        match self.fault.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(fault) => Err(fault),
+            None => Ok(summary),
+        }
+    }
+}
+
+/// The message a panic was raised with.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// `work`, a panic in it reported to `halt` as `task`'s (the run stops) rather
+/// than lost with its task; `None` then.
+async fn supervised<T>(halt: Halt, task: &'static str, work: impl Future<Output = T>) -> Option<T> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(done) => Some(done),
+        Err(panic) => {
+            halt.panicked(task, &*panic);
+            None
+        }
+    }
+}
+
+/// Wait until `at_ms` on `clock`'s time (at once if it has passed), on tokio's
+/// timer.
+fn sleep_until(clock: &dyn Clock, at_ms: i64) -> tokio::time::Sleep {
+    let wait = u64::try_from(at_ms.saturating_sub(clock.now_ms())).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(wait))
+}
+
+/// A runtime as the live driver runs it: its steps, and the wake-up of its idle
+/// claim loops when the steps (or an in-process emit) say work is due.
+pub struct Live {
+    runtime: Runtime,
+    wake: Arc<Notify>,
+}
+
+impl std::ops::Deref for Live {
+    type Target = Runtime;
+
+    fn deref(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
+/// What the live driver observes of its runtime's steps: due work wakes its claim
+/// loops; claims and attempts go on to `then` (the metrics), if any.
+struct Wake {
+    wake: Arc<Notify>,
+    then: Option<Arc<dyn Observer>>,
+}
+
+impl Observer for Wake {
+    fn work_due(&self) {
+        self.wake.notify_waiters();
+    }
+
+    fn claimed(&self, claimed: &Claimed, now_ms: i64) {
+        if let Some(o) = &self.then {
+            o.claimed(claimed, now_ms);
+        }
+    }
+
+    fn attempt(&self, recorded: &Recorded, subscriber: &str) {
+        if let Some(o) = &self.then {
+            o.attempt(recorded, subscriber);
+        }
+    }
+}
+
+impl Live {
+    /// `runtime` to run live; `observer` (the metrics), if given, sees its claims
+    /// and attempts.
+    pub fn new(runtime: Runtime, observer: Option<Arc<dyn Observer>>) -> Live {
+        let wake = Arc::new(Notify::new());
+        let runtime = runtime.with_observer(Arc::new(Wake { wake: wake.clone(), then: observer }));
+        Live { runtime, wake }
+    }
+
+    /// Notified to wake idle claim loops (after an in-process emit).
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// Run until `stop` turns true, or a task panics; then stop claiming, let
+    /// running attempts and schedule runs finish for up to the grace period, record
+    /// their outcomes, and return (the fault, if a task panicked).
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, InternalFault> {
+        let halt = Halt::new(self.clock().clone());
+        anchor_clock(&self, &halt).await;
+        let mut backoff = Backoff::default();
+        loop {
+            let now = self.clock().now_ms();
+            let rt = self.clone();
+            match blocking(&halt, "schedules' sync", move || rt.sync_schedules(now)).await {
+                Ok(()) => break,
+                Err(Blocked::Stopping) => return halt.result(RunSummary::default()),
+                Err(Blocked::Store(e)) => {
+                    events::error(now, &e);
+                    tokio::select! {
+                        _ = backoff.pause() => {}
+                        _ = stop.changed() => {}
+                    }
+                    if *stop.borrow() {
+                        return halt.result(RunSummary::default());
+                    }
+                    anchor_clock(&self, &halt).await;
+                }
+            }
+        }
+        let wake = self.wake.clone();
+        let store = self.store().clone();
+        // Another process's event wakes every idle loop, and leaves a permit for a
+        // loop busy claiming (its claim may have missed the event).
+        let waker: Waker = Arc::new(move || {
+            wake.notify_waiters();
+            wake.notify_one();
+        });
+        if let Err(e) = blocking(&halt, "listen", move || store.listen(waker)).await {
+            e.log(self.clock().now_ms());
+        }
+
+        let capacity = self.config().batch * self.config().workers.max(1);
+        // Outcomes waiting for the committer: up to twice the attempts in flight, so
+        // attempts ending while a batch is written need not wait for it.
+        let (tx, rx) = mpsc::channel::<Done>(capacity * 2);
+        let committer =
+            tokio::spawn(supervised(halt.clone(), "the committer", committer(self.clone(), rx, halt.clone())));
+        let inflight = Arc::new(Semaphore::new(capacity));
+        let (hard_tx, hard_rx) = watch::channel(false);
+
+        let mut loops = Vec::new();
+        let turn = Arc::new(Mutex::new(()));
+        for _ in 0..self.config().workers.max(1) {
+            let work =
+                claim_loop(self.clone(), tx.clone(), inflight.clone(), turn.clone(), halt.clone(), hard_rx.clone());
+            loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
+        }
+        let tick = tick_loop(self.clone(), inflight.clone(), halt.clone(), hard_rx.clone());
+        let tick = tokio::spawn(supervised(halt.clone(), "the tick", tick));
+        let retain = self.config().retain_ms.map(|older_than| {
+            tokio::spawn(supervised(halt.clone(), "the retention", retain_loop(self.clone(), older_than, halt.clone())))
+        });
+        let expand = tokio::spawn(supervised(halt.clone(), "the expansion", expand_loop(self.clone(), halt.clone())));
+
+        // The caller's stop (or its going away), or a task's panic.
+        let mut halted = halt.subscribe();
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => {}
+            _ = halted.wait_for(|s| *s) => {}
+        }
+        halt.stop();
+        for l in loops {
+            let _ = l.await;
+        }
+        let _ = tick.await;
+        if let Some(retain) = retain {
+            let _ = retain.await;
+        }
+        let _ = expand.await;
+        // Let running attempts and schedule runs finish: they hold the in-flight
+        // permits.
+        let grace = Duration::from_millis(self.config().stop_grace_ms);
+        let all = u32::try_from(capacity).unwrap_or(u32::MAX);
+        let finished = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
+        let abandoned = if finished.is_ok() {
+            0
+        } else {
+            let left = capacity - inflight.available_permits();
+            let _ = hard_tx.send(true);
+            left as u64
+        };
+        drop(tx);
+        let recorded = committer.await.ok().flatten().unwrap_or(0);
+        halt.result(RunSummary { recorded, abandoned })
+    }
+
+    /// Make a prepared call under its run time limit.
+    async fn call_prepared(&self, prepared: Result<PreparedCall, Outcome>) -> Outcome {
+        let p = match prepared {
+            Ok(p) => p,
+            Err(defect) => return defect,
+        };
+        // The driver tells whether the request may have reached the provider: if so
+        // (and the action is not idempotent), the time limit cannot say the call
+        // did not happen. It is told the limit, for its own waits.
+        let now = self.clock().now_ms();
+        let sent = SendMark::with_time_left(p.deadline_ms.saturating_sub(now));
+        // A limit that passed before the call starts (its claim was slow to
+        // write) ends it unmade: a request sent now would be cut at once.
+        if now >= p.deadline_ms {
+            return sent.at_time_limit();
+        }
+        tokio::select! {
+            o = p.driver.call_marked(p.request, sent.clone()) => o,
+            _ = sleep_until(&**self.clock(), p.deadline_ms) => sent.at_time_limit(),
+        }
+    }
+
+    /// Make a claimed delivery's call and conclude it. A call that panics is the
+    /// defect it is: reported to `halt` (the run stops), and concluded as
+    /// `runtime.internal_fault`.
+    async fn attempt(self: Arc<Self>, c: Claimed, halt: &Halt) -> Done {
+        let span = events::attempt_span(c.id, &c.subscriber, c.attempt);
+        let call = AssertUnwindSafe(async { self.call_prepared(self.prepare_call(&c)).await });
+        let outcome = call.catch_unwind().instrument(span).await.unwrap_or_else(|panic| {
+            halt.panicked(&format!("the call of delivery {}", c.id), &*panic);
+            Outcome::fail(FailureKind::InternalFault, RuntimeCode::RuntimeInternalFault)
+        });
+        let now = self.clock().now_ms();
+        self.conclude(&c, outcome, now)
+    }
+
+    /// Run one schedule's run and record it; its run time limit counts from now.
+    async fn run_schedule(self: Arc<Self>, name: String, run: u64, halt: Halt) {
+        let started_ms = self.clock().now_ms();
+        let outcome = self.call_prepared(self.prepare_schedule(&name, started_ms)).await;
+        let now = self.clock().now_ms();
+        let rt = self.clone();
+        if let Err(e) =
+            blocking(&halt, "schedule run's record", move || rt.finish_schedule(&name, run, &outcome, now)).await
+        {
+            e.log(now);
+        }
+    }
+}
+
+/// The pause after store errors in a row: [`STORE_ERROR_PAUSE_MS`], doubling with
+/// each error up to [`STORE_ERROR_PAUSE_MAX_MS`]; a success starts it over.
+#[derive(Debug, Default)]
+struct Backoff {
+    errors: u32,
+}
+
+impl Backoff {
+    fn next_ms(&mut self) -> u64 {
+        let ms = STORE_ERROR_PAUSE_MS.saturating_mul(1 << self.errors.min(16)).min(STORE_ERROR_PAUSE_MAX_MS);
+        self.errors = self.errors.saturating_add(1);
+        ms
+    }
+
+    async fn pause(&mut self) {
+        tokio::time::sleep(Duration::from_millis(self.next_ms())).await;
+    }
+
+    fn reset(&mut self) {
+        self.errors = 0;
+    }
+}
+
+/// Read the store's clock, if it has one, and anchor the runtime's clock to it
+/// (taken as read half-way through the round trip). A failed reading keeps the
+/// last anchor: the next tick tries again.
+async fn anchor_clock(rt: &Arc<Live>, halt: &Halt) {
+    let store = rt.store().clone();
+    let read = blocking(halt, "clock", move || {
+        let before = Instant::now();
+        let db = store.db_now_ms()?;
+        Ok(db.map(|db| (db, before + before.elapsed() / 2)))
+    })
+    .await;
+    if let Ok(Some((db, at))) = read {
+        rt.clock().anchor(db, at);
+    }
+}
+
+/// How a store call on a blocking thread came back without its result.
+#[derive(Debug)]
+enum Blocked {
+    /// The store's error: logged, and the call made again later.
+    Store(StoreError),
+    /// The call panicked (reported as it happened) or was cut off: the run is
+    /// stopping.
+    Stopping,
+}
+
+impl Blocked {
+    /// Log a store error met at `at_ms` (a panic was reported as it happened).
+    fn log(&self, at_ms: i64) {
+        if let Blocked::Store(e) = self {
+            events::error(at_ms, e);
+        }
+    }
+}
+
+/// Run the store call `what` on a blocking thread; a panic there is reported to
+/// `halt` (the run stops).
+async fn blocking<T: Send + 'static>(
+    halt: &Halt,
+    what: &str,
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, Blocked> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(Blocked::Store),
+        Err(e) => {
+            if let Ok(panic) = e.try_into_panic() {
+                halt.panicked(&format!("the store's {what}"), &*panic);
+            }
+            Err(Blocked::Stopping)
+        }
+    }
+}
+
+/// Take up to `limit` in-flight permits: wait for one, then take what else is free
+/// now without waiting (`None` once the stop is asked for: the watch only ever
+/// turns to true).
+async fn take_permits(
+    inflight: &Arc<Semaphore>,
+    limit: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<OwnedSemaphorePermit> {
+    let mut permits = tokio::select! {
+        p = inflight.clone().acquire_owned() => p.ok()?,
+        _ = stop.changed() => return None,
+    };
+    let more = inflight.available_permits().min(limit.saturating_sub(1));
+    // The tick may take some first (a schedule's run): then this claim takes fewer.
+    if let Ok(extra) = inflight.clone().try_acquire_many_owned(u32::try_from(more).unwrap_or(u32::MAX)) {
+        permits.merge(extra);
+    }
+    Some(permits)
+}
+
+/// Run `work` as its own task once `permit` gives an in-flight permit, holding it
+/// until the work ends; a hard stop (the grace period over) cuts either wait short,
+/// and the permit goes back either way. A panic of `work` is reported to `halt` as
+/// `task`'s.
+fn spawn_under_permit(
+    permit: impl Future<Output = Option<OwnedSemaphorePermit>> + Send + 'static,
+    mut hard: watch::Receiver<bool>,
+    (halt, task): (Halt, &'static str),
+    work: impl Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let permit = tokio::select! {
+            p = permit => p,
+            _ = hard.changed() => None,
+        };
+        let Some(permit) = permit else {
+            return;
+        };
+        tokio::select! {
+            _ = supervised(halt, task, work) => {}
+            _ = hard.changed() => {}
+        }
+        drop(permit);
+    });
+}
+
+async fn claim_loop(
+    rt: Arc<Live>,
+    tx: mpsc::Sender<Done>,
+    inflight: Arc<Semaphore>,
+    turn: Arc<Mutex<()>>,
+    halt: Halt,
+    hard: watch::Receiver<bool>,
+) {
+    let mut stop = halt.subscribe();
+    let mut backoff = Backoff::default();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        // A process's claim loops take turns. Claims of one process running at once
+        // only compete for the same index pages and the same cores (the store's work
+        // is what limits a busy run), and while one loop claims, the permits coming
+        // back gather for the next loop's claim instead of being claimed a few at a
+        // time.
+        let my_turn = tokio::select! {
+            t = turn.lock() => t,
+            _ = stop.changed() => return,
+        };
+        // The permits come first: a delivery claimed and then kept waiting for one
+        // would spend its run's time limit, counted from the claim, doing nothing.
+        let Some(mut permits) = take_permits(&inflight, rt.config().batch, &mut stop).await else {
+            return;
+        };
+        let limit = permits.num_permits();
+        let now = rt.clock().now_ms();
+        let r = rt.clone();
+        let report = blocking(&halt, "claim", move || r.claim_due(now, limit)).await;
+        let DueClaim { report, waiting } = match report {
+            Ok(claim) => {
+                backoff.reset();
+                claim
+            }
+            Err(e) => {
+                drop(permits);
+                drop(my_turn);
+                e.log(now);
+                tokio::select! {
+                    _ = backoff.pause() => {}
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+        };
+        let changed = report.changed();
+        for c in report.run {
+            // A claim takes at most `limit` deliveries to run, so a permit is left
+            // for each (were one missing, the rest would come back at their
+            // leases' end rather than run over the limit).
+            let Some(permit) = permits.split(1) else {
+                break;
+            };
+            let (rt2, tx2, halt2) = (rt.clone(), tx.clone(), halt.clone());
+            // Boxed: the task is moved at its spawn and as it ends, and an
+            // attempt's future is large.
+            let work = Box::pin(async move {
+                let done = rt2.attempt(c, &halt2).await;
+                let _ = tx2.send(done).await;
+            });
+            spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), (halt.clone(), "an attempt"), work);
+        }
+        // The permits no claimed delivery needed go back now.
+        drop(permits);
+        drop(my_turn);
+        if changed < limit {
+            // Drained what is due: sleep until the next due time, a poll for work
+            // other processes added, an in-process emit, an attempt's end freeing a
+            // connection's slot, or the stop. Deliveries left waiting for a slot
+            // are due already: they wait for the wake (or the poll), not their time.
+            let store = rt.store().clone();
+            let next = if waiting > 0 {
+                None
+            } else {
+                blocking(&halt, "next due time", move || store.next_due_ms()).await.ok().flatten()
+            };
+            let until = next.unwrap_or(i64::MAX).min(now.saturating_add(rules::ms_i64(rt.config().poll_ms)));
+            tokio::select! {
+                _ = rt.wake.notified() => {}
+                _ = sleep_until(&**rt.clock(), until) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+}
+
+/// Record the outcomes `rx` brings, every outcome waiting in one batch (a batch
+/// costs the store far less per outcome than one outcome a transaction).
+async fn committer(rt: Arc<Live>, mut rx: mpsc::Receiver<Done>, halt: Halt) -> u64 {
+    let mut total = 0u64;
+    let max = rx.max_capacity();
+    // Outcomes not yet written: a batch the store refused is kept and written
+    // again (with what came meanwhile) after a pause.
+    let mut batch: Vec<Done> = Vec::new();
+    let mut backoff = Backoff::default();
+    let mut open = true;
+    loop {
+        if batch.is_empty() {
+            match rx.recv().await {
+                Some(first) => batch.push(first),
+                None => break,
+            }
+        }
+        while open && batch.len() < max {
+            match rx.try_recv() {
+                Ok(d) => batch.push(d),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
+            }
+        }
+        let r = rt.clone();
+        let now = rt.clock().now_ms();
+        let taken = std::mem::take(&mut batch);
+        let written = tokio::task::spawn_blocking(move || {
+            let result = r.record_outcomes(&taken);
+            (taken, result)
+        })
+        .await;
+        match written {
+            Ok((_, Ok(written))) => {
+                total += written as u64;
+                backoff.reset();
+            }
+            Ok((kept, Err(e))) => {
+                events::error(now, &e);
+                // An outcome whose lease has ended is the lease's now: another
+                // claim may have taken the delivery back and counted the attempt.
+                let now = rt.clock().now_ms();
+                batch = kept.into_iter().filter(|d| d.lease_until_ms.is_some_and(|until| until > now)).collect();
+                if !batch.is_empty() {
+                    backoff.pause().await;
+                }
+            }
+            // The deliveries stay `running` and come back when their leases end.
+            Err(e) => {
+                if let Ok(panic) = e.try_into_panic() {
+                    halt.panicked("the store's record of outcomes", &*panic);
+                }
+            }
+        }
+        if !open && batch.is_empty() {
+            break;
+        }
+    }
+    total
+}
+
+async fn tick_loop(rt: Arc<Live>, inflight: Arc<Semaphore>, halt: Halt, hard: watch::Receiver<bool>) {
+    let mut stop = halt.subscribe();
+    let mut backoff = Backoff::default();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        anchor_clock(&rt, &halt).await;
+        let now = rt.clock().now_ms();
+        let r = rt.clone();
+        let mut pause_ms = TICK_MS;
+        match blocking(&halt, "tick", move || r.tick(now)).await {
+            Ok(claimed) => {
+                backoff.reset();
+                for c in claimed {
+                    // A schedule's run holds a permit like an attempt, so a stop
+                    // waits for it; its time limit counts from when it has one
+                    // (the work starts only then).
+                    let permit = inflight.clone().acquire_owned();
+                    let permit = async move { permit.await.ok() };
+                    let run = rt.clone().run_schedule(c.name, c.run, halt.clone());
+                    spawn_under_permit(permit, hard.clone(), (halt.clone(), "a schedule's run"), run);
+                }
+            }
+            Err(e) => {
+                e.log(now);
+                pause_ms = pause_ms.max(backoff.next_ms());
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(pause_ms)) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// `--retain`: prune what is older than `older_than_ms` at once and then every
+/// [`RETAIN_EVERY_MS`], each batch its own short transaction.
+async fn retain_loop(rt: Arc<Live>, older_than_ms: u64, halt: Halt) {
+    let mut stop = halt.subscribe();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock().now_ms();
+        let store = rt.store().clone();
+        let plan = jadpo_core::retention::plan(now, older_than_ms, false);
+        match blocking(&halt, "prune", move || jadpo_core::retention::prune(store.as_ref(), &plan)).await {
+            Ok(counts) if counts.deliveries > 0 => events::pruned(now, &counts),
+            Ok(_) => {}
+            Err(e) => e.log(now),
+        }
+        tokio::select! {
+            _ = sleep_until(&**rt.clock(), now.saturating_add(rules::ms_i64(RETAIN_EVERY_MS))) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// Expand events written in SQL: a full batch is followed at once by the next;
+/// otherwise the loop looks again after the poll interval.
+async fn expand_loop(rt: Arc<Live>, halt: Halt) {
+    let mut stop = halt.subscribe();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let now = rt.clock().now_ms();
+        let limit = rt.config().batch;
+        let r = rt.clone();
+        let pause = match blocking(&halt, "expansion", move || r.expand_events(now, limit)).await {
+            Ok(report) if report.expanded.len() + report.invalid.len() >= limit => continue,
+            Ok(_) => rt.config().poll_ms,
+            Err(e) => {
+                e.log(now);
+                STORE_ERROR_PAUSE_MS
+            }
+        };
+        tokio::select! {
+            _ = sleep_until(&**rt.clock(), now.saturating_add(rules::ms_i64(pause))) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Breaker rows, shared by every process: each change one guarded statement; an
+//! outcome's count that loses a race is read again and counted again.
+
+use super::builtin::alerted;
+use super::{RowOf, StoreError, col, count_of, pg_error, q};
+use jadpo_check::program::BreakerState;
+use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
+use jadpo_core::rules::{self, hold};
+use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
+use postgres::{Client, GenericClient, Row, Transaction};
+
+const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
+     probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason";
+
+fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
+    let state: String = col(r, "state")?;
+    let state =
+        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    let connection: String = col(r, "connection")?;
+    let of = RowOf::Breaker(&connection);
+    Ok(BreakerView {
+        row: BreakerRow {
+            state,
+            failures_in_a_row: count_of(col(r, "failures_in_a_row")?, of, "failures_in_a_row")?,
+            opened_at_ms: col(r, "opened_at")?,
+            pause_ms: count_of(col(r, "pause_ms")?, of, "pause_ms")?,
+            alerts: count_of(col(r, "alerts")?, of, "alerts")?,
+            alerted: col::<Option<i64>>(r, "alerted_at")?.is_some(),
+            probe: col(r, "probe_delivery")?,
+            probe_lease_until_ms: col(r, "probe_lease_until")?,
+            pause: match col::<Option<i64>>(r, "paused_at")? {
+                Some(at_ms) => Some(Pause {
+                    at_ms,
+                    until_ms: col(r, "paused_until")?,
+                    by: col::<Option<String>>(r, "paused_by")?.unwrap_or_default(),
+                    reason: col(r, "pause_reason")?,
+                }),
+                None => None,
+            },
+        },
+        held: u64::try_from(col::<i64>(r, "held")?).unwrap_or(0),
+        connection,
+    })
+}
+
+/// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
+pub(super) fn read_breakers(c: &mut impl GenericClient, s: &str, filter: &str) -> Result<Vec<BreakerView>, StoreError> {
+    let sql = q(
+        &format!(
+            "SELECT {COLUMNS}, (SELECT count(*) FROM {{s}}.deliveries d WHERE d.state = 'held' \
+             AND d.held_connection = b.connection) AS held FROM {{s}}.circuit_breakers b {filter} ORDER BY connection"
+        ),
+        s,
+    );
+    c.query(&sql, &[]).map_err(pg_error)?.iter().map(breaker_of).collect()
+}
+
+/// A connection's breaker row, if it has one.
+pub(super) fn read_breaker(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+) -> Result<Option<BreakerRow>, StoreError> {
+    let sql = q(&format!("SELECT {COLUMNS}, 0::bigint AS held FROM {{s}}.circuit_breakers WHERE connection = $1"), s);
+    match tx.query_opt(&sql, &[&connection]).map_err(pg_error)? {
+        Some(r) => Ok(Some(breaker_of(&r)?.row)),
+        None => Ok(None),
+    }
+}
+
+/// Write a breaker's next row only if the row is still as read (`old`; `None` =
+/// no row yet). Returns whether it did.
+pub(super) fn write_breaker(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    old: Option<&BreakerRow>,
+    next: &BreakerRow,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let state = next.state.as_str();
+    let failures = i64::from(next.failures_in_a_row);
+    let pause = rules::ms_i64(next.pause_ms);
+    let alerts = i64::from(next.alerts);
+    let paused_at = next.pause.as_ref().map(|p| p.at_ms);
+    let paused_until = next.pause.as_ref().and_then(|p| p.until_ms);
+    let paused_by = next.pause.as_ref().map(|p| p.by.as_str());
+    let pause_reason = next.pause.as_ref().and_then(|p| p.reason.as_deref());
+    // The next row's values, $1 to $14, for both statements.
+    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![
+        &connection,
+        &state,
+        &failures,
+        &next.opened_at_ms,
+        &pause,
+        &alerts,
+        &next.alerted,
+        &next.probe,
+        &next.probe_lease_until_ms,
+        &now_ms,
+        &paused_at,
+        &paused_until,
+        &paused_by,
+        &pause_reason,
+    ];
+    let n = match old {
+        None => tx
+            .execute(
+                &q(
+                    "INSERT INTO {s}.circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
+                     alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, paused_until, \
+                     paused_by, pause_reason) \
+                     VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10, $11, $12, \
+                     $13, $14) \
+                     ON CONFLICT (connection) DO NOTHING",
+                    s,
+                ),
+                &params,
+            )
+            .map_err(pg_error)?,
+        Some(old) => {
+            let old_state = old.state.as_str();
+            let old_failures = i64::from(old.failures_in_a_row);
+            let old_alerts = i64::from(old.alerts);
+            let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
+            params.extend_from_slice(&[
+                &old_state,
+                &old_failures,
+                &old.opened_at_ms,
+                &old.probe,
+                &old_alerts,
+                &old_paused_at,
+            ]);
+            tx.execute(
+                &q(
+                    "UPDATE {s}.circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
+                     pause_ms = $5, alerts = $6, alerted_at = CASE WHEN $7 THEN COALESCE(alerted_at, $10) END, \
+                     probe_delivery = $8, probe_lease_until = $9, updated_at = $10, paused_at = $11, \
+                     paused_until = $12, paused_by = $13, pause_reason = $14 \
+                     WHERE connection = $1 AND state = $15 AND failures_in_a_row = $16 \
+                     AND opened_at IS NOT DISTINCT FROM $17 AND probe_delivery IS NOT DISTINCT FROM $18 \
+                     AND alerts = $19 AND paused_at IS NOT DISTINCT FROM $20",
+                    s,
+                ),
+                &params,
+            )
+            .map_err(pg_error)?
+        }
+    };
+    Ok(n == 1)
+}
+
+/// A held delivery as read by a release: the guard its release is written under.
+pub(super) struct HeldRow {
+    pub(super) id: i64,
+    pub(super) held_ms: i64,
+    pub(super) held_since: Option<i64>,
+}
+
+impl HeldRow {
+    fn of(r: &Row) -> Result<HeldRow, StoreError> {
+        Ok(HeldRow { id: col(r, "id")?, held_ms: col(r, "held_ms")?, held_since: col(r, "held_since")? })
+    }
+}
+
+/// Release held deliveries as read, in one statement: each pending, due at
+/// `now_ms`, its time held counted by the core's rule, and only if still as read
+/// (held, with the time held and since when that were read). Returns how many
+/// were as read and changed.
+pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let id: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let seen_held_ms: Vec<i64> = rows.iter().map(|r| r.held_ms).collect();
+    let seen_since: Vec<Option<i64>> = rows.iter().map(|r| r.held_since).collect();
+    let after: Vec<i64> = rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since, now_ms)).collect();
+    let n = tx
+        .execute(
+            &q(
+                "UPDATE {s}.deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
+                 held_since = NULL, held_connection = NULL \
+                 FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, held_ms, since, after) \
+                 WHERE d.id = u.id AND d.state = 'held' AND d.held_ms = u.held_ms \
+                 AND d.held_since IS NOT DISTINCT FROM u.since",
+                s,
+            ),
+            &[&now_ms, &id, &seen_held_ms, &seen_since, &after],
+        )
+        .map_err(pg_error)?;
+    Ok(n)
+}
+
+/// Lock and release what `sql` (selecting `id, held_ms, held_since` of held
+/// deliveries `FOR UPDATE SKIP LOCKED`) finds.
+fn release_found(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    sql: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let rows = tx.query(sql, params).map_err(pg_error)?.iter().map(HeldRow::of).collect::<Result<Vec<_>, _>>()?;
+    release(tx, s, &rows, now_ms)
+}
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
+pub(super) fn release_held(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    one: Option<i64>,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let sql = q(
+        "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+         AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
+        s,
+    );
+    release_found(tx, s, &sql, &[&connection, &one], now_ms)
+}
+
+/// Held deliveries whose connection has no breaker that is not closed, nor a
+/// pause (a pause whose time has come is ended by the sweep first).
+pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+     {s}.circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
+     OR b.paused_at IS NOT NULL))";
+
+/// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
+pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
+
+/// The breakers the tick's sweep looks at: those not closed, and those paused.
+pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
+
+fn held_by_outage(tx: &mut Transaction<'_>, s: &str, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
+    let row = tx
+        .query_one(
+            &q(
+                "SELECT (SELECT count(*) FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1) + \
+                 (SELECT count(*) FROM {s}.deliveries WHERE state = 'pending' AND due_at <= $2 AND connection = $1) \
+                 AS n",
+                s,
+            ),
+            &[&connection, &now_ms],
+        )
+        .map_err(pg_error)?;
+    Ok(u64::try_from(col::<i64>(&row, "n")?).unwrap_or(0))
+}
+
+pub(super) fn sweep(
+    client: &mut Client,
+    s: &str,
+    now_ms: i64,
+    lease_until: &dyn Fn(&str) -> i64,
+    raise: &dyn Raise,
+) -> Result<BreakerSweep, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    super::pauses::end_pauses(&mut tx, s, now_ms)?;
+    let orphans = q(
+        &format!(
+            "SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"
+        ),
+        s,
+    );
+    let released = release_found(&mut tx, s, &orphans, &[], now_ms)?;
+    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
+    for view in read_breakers(&mut tx, s, SWEPT)? {
+        let BreakerView { connection, row, held } = view;
+        let mut row = row;
+        if breaker::alert_due(&row) {
+            let raised = breaker::alert_raised(&row);
+            if write_breaker(&mut tx, s, &connection, Some(&row), &raised, now_ms)? {
+                let held = held_by_outage(&mut tx, s, &connection, now_ms)?;
+                let alert =
+                    BreakerAlert { connection: connection.clone(), since_ms: row.opened_at_ms.unwrap_or(now_ms), held };
+                alerted(&mut tx, s, raise, &alert, now_ms)?;
+                sweep.alerts.push(alert);
+                row = raised;
+            }
+        }
+        if held == 0 {
+            continue;
+        }
+        let longest = tx
+            .query_opt(
+                &q(
+                    "SELECT id, subscriber FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+                     ORDER BY held_since, id LIMIT 1",
+                    s,
+                ),
+                &[&connection],
+            )
+            .map_err(pg_error)?;
+        let Some(longest) = longest else { continue };
+        let (id, subscriber): (i64, String) = (col(&longest, "id")?, col(&longest, "subscriber")?);
+        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
+            && write_breaker(&mut tx, s, &connection, Some(&row), &next, now_ms)?
+        {
+            release_held(&mut tx, s, &connection, Some(id), now_ms)?;
+            sweep.woken.push(id);
+        }
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(sweep)
+}

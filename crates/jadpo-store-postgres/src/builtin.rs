@@ -1,0 +1,179 @@
+//! jadpo's own events: stored with their deliveries inside the transaction of the
+//! change that raises them (a claim that gives a delivery up, a recorded outcome,
+//! a breaker that closes, an outage's alert), once its guarded statement matched.
+
+use super::{StoreError, col, pg_error, q};
+use jadpo_core::store::{BreakerAlert, EndedDelivery, NewDelivery, NewEvent, Raise};
+use postgres::Transaction;
+
+/// Store events and their deliveries, due at `now_ms`, in bulk (their ids taken
+/// first, then one statement for the events, one for their deliveries); returns
+/// their ids in order.
+pub(super) fn insert_events(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: &[NewEvent],
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let events: Vec<(&NewEvent, Option<i64>)> = events.iter().map(|e| (e, None)).collect();
+    insert_events_of(tx, s, &events, now_ms)
+}
+
+/// Store events, each with the event it replays if any, and their deliveries, as
+/// [`insert_events`] does.
+pub(super) fn insert_events_of(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: &[(&NewEvent, Option<i64>)],
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The ids first, taken from the columns' own sequences in emit order, so that
+    // each event names its deliveries and each delivery its event in the same
+    // bulk inserts.
+    let ids = next_ids(tx, s, "events", events.len())?;
+    let batch = DeliveryIds::of(tx, s, events.iter().map(|(e, _)| e.deliveries.as_slice()).collect())?;
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.name.as_str()).collect();
+    let payloads: Vec<&str> = events.iter().map(|(e, _)| e.payload.as_str()).collect();
+    let replay_of: Vec<Option<i64>> = events.iter().map(|(_, of)| *of).collect();
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
+             SELECT id, name, payload, $4::bigint, replay_of, ($6::bigint[])[lo:hi] \
+             FROM unnest($1::bigint[], $2::text[], $3::text[], $5::bigint[], $7::bigint[], $8::bigint[]) \
+             AS u(id, name, payload, replay_of, lo, hi)",
+            s,
+        ),
+        &[&ids, &names, &payloads, &now_ms, &replay_of, &batch.ids, &batch.lo, &batch.hi],
+    )
+    .map_err(pg_error)?;
+    batch.insert(tx, s, &ids, |_| true, now_ms)?;
+    Ok(ids)
+}
+
+/// `n` fresh ids from the id sequence of `table`, in order.
+fn next_ids(tx: &mut Transaction<'_>, s: &str, table: &str, n: usize) -> Result<Vec<i64>, StoreError> {
+    let rows = tx
+        .query(
+            &q(
+                &format!(
+                    "SELECT nextval(pg_get_serial_sequence('{{s}}.{table}', 'id')) AS id \
+                     FROM generate_series(1, $1::bigint)"
+                ),
+                s,
+            ),
+            &[&(n as i64)],
+        )
+        .map_err(pg_error)?;
+    let mut ids = rows.iter().map(|r| col::<i64>(r, "id")).collect::<Result<Vec<_>, _>>()?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// A batch of events' deliveries with their ids, taken before any is written: all
+/// of them in order, and each event's as the slice `[lo, hi]` (1-based, as SQL's
+/// arrays count) of them, empty (`hi = lo - 1`) for an event with none.
+pub(super) struct DeliveryIds<'a> {
+    /// Each event's deliveries, in the batch's order.
+    made: Vec<&'a [NewDelivery]>,
+    pub(super) ids: Vec<i64>,
+    pub(super) lo: Vec<i64>,
+    pub(super) hi: Vec<i64>,
+}
+
+impl<'a> DeliveryIds<'a> {
+    /// Fresh ids for the deliveries each event makes.
+    pub(super) fn of(
+        tx: &mut Transaction<'_>,
+        s: &str,
+        made: Vec<&'a [NewDelivery]>,
+    ) -> Result<DeliveryIds<'a>, StoreError> {
+        let ids = next_ids(tx, s, "deliveries", made.iter().map(|d| d.len()).sum())?;
+        let (mut lo, mut hi) = (Vec::with_capacity(made.len()), Vec::with_capacity(made.len()));
+        let mut taken = 0i64;
+        for d in &made {
+            lo.push(taken + 1);
+            taken += d.len() as i64;
+            hi.push(taken);
+        }
+        Ok(DeliveryIds { made, ids, lo, hi })
+    }
+
+    /// Write the deliveries of the events (their ids, in the batch's order) that
+    /// `keep` takes, pending and due at `now_ms` with a fresh budget.
+    pub(super) fn insert(
+        &self,
+        tx: &mut Transaction<'_>,
+        s: &str,
+        events: &[i64],
+        keep: impl Fn(i64) -> bool,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let (mut ids, mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![], vec![]);
+        let mut next = self.ids.iter();
+        for (&event, deliveries) in events.iter().zip(&self.made) {
+            for (d, &id) in deliveries.iter().zip(next.by_ref()) {
+                if keep(event) {
+                    ids.push(id);
+                    event_ids.push(event);
+                    subscribers.push(d.subscriber.as_str());
+                    connections.push(d.connection.as_str());
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        tx.execute(
+            &q(
+                "INSERT INTO {s}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+                 budget_start, held_ms, created_at) \
+                 SELECT id, event_id, subscriber, connection, 'pending', 0, $5::bigint, $5::bigint, 0, $5::bigint \
+                 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) \
+                 AS u(id, event_id, subscriber, connection)",
+                s,
+            ),
+            &[&ids, &event_ids, &subscribers, &connections, &now_ms],
+        )
+        .map_err(pg_error)?;
+        Ok(())
+    }
+}
+
+/// A delivery a claim gave up (its statement matched): store what that raises.
+pub(super) fn given_up(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    ended: &EndedDelivery<'_>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    insert_events(tx, s, &raise.delivery_ended(ended), now_ms).map(drop)
+}
+
+/// An outage's alert was written on its breaker: store what that raises.
+pub(super) fn alerted(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    alert: &BreakerAlert,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    insert_events(tx, s, &raise.connection_unavailable(alert), now_ms).map(drop)
+}
+
+/// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
+/// raises.
+pub(super) fn recovered(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    raise: &dyn Raise,
+    connection: &str,
+    opened_at_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
+    insert_events(tx, s, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
+}

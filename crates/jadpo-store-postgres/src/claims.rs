@@ -1,0 +1,307 @@
+//! Claims: due deliveries locked with `FOR UPDATE SKIP LOCKED` (two processes
+//! never take one row, nor wait on each other's), the core deciding each, and
+//! every change one statement guarded by the row as read.
+//!
+//! A process's claims read in turn, each on from where the last one stopped (its
+//! [`ClaimCursor`]) rather than from the head of the due indexes:
+//! every delivery that leaves `pending` or `running` leaves a dead entry at the
+//! head of its index until a vacuum removes it, and a claim that started at the
+//! head would step over all of them, a cost growing with every delivery handled.
+
+use super::breakers::{read_breaker, write_breaker};
+use super::builtin::given_up;
+use super::outcomes::insert_lost_attempts;
+use super::unnest::Columns;
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, failure_of, pg_error, q, state_of};
+use jadpo_check::program::DeliveryState;
+use jadpo_core::claim::{self, BreakerRows, ClaimPlan, ClaimRow, RowWrite, Seen};
+use jadpo_core::config::CLAIM_FROM_HEAD_EVERY_MS;
+use jadpo_core::rules::Record;
+use jadpo_core::rules::breaker::BreakerRow;
+use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
+use postgres::{Client, Transaction};
+use std::sync::Mutex;
+
+/// Where a process's next claim reads from, in each due index, as the due time
+/// and id of the last entry it need not read again.
+///
+/// - **Ended leases** (`running`): a lease ends at least the lease grace after
+///   its claim, so one ending by the time of a read was read by it; the next read
+///   starts after that time (or after the last row a full batch took).
+/// - **Due deliveries** (`pending`): while a batch comes back full (a backlog is
+///   being drained) the next claim reads on after its last row; a claim that
+///   found fewer, skipped one it left waiting, or failed, sends the next back to
+///   the head.
+///
+/// A row the cursor has passed can still be due: one another process had locked
+/// when the read passed it and then let go (its transaction rolled back), or
+/// one committed late with an earlier due time. Each index is therefore read
+/// from its head at least every [`CLAIM_FROM_HEAD_EVERY_MS`] of the claims'
+/// clock, so such a row waits that long at most.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct ClaimCursor {
+    running: IndexCursor,
+    pending: IndexCursor,
+}
+
+/// Where the next read of one due index starts, and when it was last read from
+/// its head.
+#[derive(Debug, Default, Clone, Copy)]
+struct IndexCursor {
+    /// The (due time, id) the next read starts after; `None`: the head.
+    after: Option<(i64, i64)>,
+    head_read_at: Option<i64>,
+}
+
+impl IndexCursor {
+    /// The entry a read at `now_ms` starts after: `None` (the head) when the index
+    /// was last read from its head long enough ago, before or after `now_ms` (the
+    /// process's claims take their times before they take their turns to read, so
+    /// a read can come with a time a little before the last one's).
+    fn start(&mut self, now_ms: i64) -> Option<(i64, i64)> {
+        let fresh = self.head_read_at.is_some_and(|at| now_ms.abs_diff(at) < CLAIM_FROM_HEAD_EVERY_MS);
+        if fresh && self.after.is_some() {
+            return self.after;
+        }
+        self.head_read_at = Some(now_ms);
+        None
+    }
+}
+
+/// The (due time, id) a row is read in.
+fn position(row: &ClaimRow) -> (i64, i64) {
+    (row.due_at.unwrap_or(i64::MIN), row.candidate.id)
+}
+
+pub(super) fn read_rows(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    of: DeliveryState,
+    after: Option<(i64, i64)>,
+    now_ms: i64,
+    limit: usize,
+) -> Result<Vec<ClaimRow>, StoreError> {
+    // The state (pending: due deliveries; running: ended leases) is written into
+    // the statement, not passed, so that the partial index of that state is the
+    // plan whatever the parameters.
+    let sql = q(
+        &format!(
+            "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
+             d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
+             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload \
+             FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
+             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
+             ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
+            of.as_str()
+        ),
+        s,
+    );
+    let (after_due, after_id) = after.unwrap_or((i64::MIN, i64::MIN));
+    let statement = prepared.get(tx, sql)?;
+    let rows = tx.query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64)]).map_err(pg_error)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let state = state_of(&col::<String>(r, "state")?)?;
+        let due_at: Option<i64> = col(r, "due_at")?;
+        let id = col(r, "id")?;
+        let record = Record {
+            state,
+            attempts: count_of(col(r, "attempts")?, RowOf::Delivery(id), "attempts")?,
+            due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
+            lease_until_ms: col(r, "lease_until")?,
+            budget_start_ms: col(r, "budget_start")?,
+            held_ms: col(r, "held_ms")?,
+            last_failure: failure_of(col(r, "last_code")?, col(r, "last_kind")?, col(r, "last_reason")?)?,
+        };
+        out.push(ClaimRow {
+            candidate: ClaimCandidate {
+                id,
+                subscriber: col(r, "subscriber")?,
+                connection: col(r, "connection")?,
+                record,
+                handled: col(r, "handled")?,
+                breaker: BreakerRow::default(),
+            },
+            due_at,
+            claimed_at: col(r, "claimed_at")?,
+            event_id: col(r, "event_id")?,
+            event: col(r, "event")?,
+            payload: col(r, "payload")?,
+        });
+    }
+    Ok(out)
+}
+
+/// Write every change of a claim in one statement, each row guarded by itself as
+/// read (state, attempts, due time): a row another process changed since is not
+/// written. Returns the indices, in `plan.changes`, of the rows written.
+pub(super) fn apply_all<'a>(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    rows: &'a [ClaimRow],
+    plan: &'a ClaimPlan,
+    now_ms: i64,
+) -> Result<Vec<usize>, StoreError> {
+    if plan.changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let changes = &plan.changes;
+    let seen: Vec<Seen> = changes.iter().map(|c| rows[c.row].seen()).collect();
+    let writes: Vec<&RowWrite> = changes.iter().map(|c| &c.write).collect();
+    let failure = |w: &&'a RowWrite| w.failure.written().1;
+    let mut columns = Columns::default();
+    columns
+        .add("i", "bigint", (0..changes.len()).map(|i| i as i64).collect::<Vec<i64>>())
+        .add("id", "bigint", seen.iter().map(|r| r.id).collect::<Vec<i64>>())
+        .add("seen_state", "text", seen.iter().map(|r| r.state.as_str()).collect::<Vec<&str>>())
+        .add("seen_attempts", "bigint", seen.iter().map(|r| i64::from(r.attempts)).collect::<Vec<i64>>())
+        .add("seen_due", "bigint", seen.iter().map(|r| r.due_at).collect::<Vec<Option<i64>>>())
+        .add("state", "text", writes.iter().map(|w| w.state.as_str()).collect::<Vec<&str>>())
+        .add("attempts", "bigint", writes.iter().map(|w| i64::from(w.attempts)).collect::<Vec<i64>>())
+        .add("due_at", "bigint", writes.iter().map(|w| w.due_at).collect::<Vec<Option<i64>>>())
+        .add("lease_until", "bigint", writes.iter().map(|w| w.lease_until).collect::<Vec<Option<i64>>>())
+        .add("stamps", "bool", writes.iter().map(|w| w.stamps_claim).collect::<Vec<bool>>())
+        .add("holds", "bool", writes.iter().map(|w| w.holds).collect::<Vec<bool>>())
+        .add(
+            "connection",
+            "text",
+            changes.iter().map(|c| rows[c.row].candidate.connection.as_str()).collect::<Vec<&str>>(),
+        )
+        .add("sets_failure", "bool", writes.iter().map(|w| w.failure.written().0).collect::<Vec<bool>>())
+        .add("code", "text", writes.iter().map(|w| failure(w).map(|f| f.code.as_str())).collect::<Vec<Option<&str>>>())
+        .add("kind", "text", writes.iter().map(|w| failure(w).map(|f| f.kind.as_str())).collect::<Vec<Option<&str>>>())
+        .add(
+            "reason",
+            "text",
+            writes.iter().map(|w| failure(w).and_then(|f| f.reason.as_deref())).collect::<Vec<Option<&str>>>(),
+        )
+        .add("end_reason", "text", writes.iter().map(|w| w.end_reason).collect::<Vec<Option<&str>>>());
+    let sql = q(
+        &format!(
+            "UPDATE {{s}}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
+             lease_until = u.lease_until, \
+             claimed_at = CASE WHEN u.stamps THEN $1::bigint ELSE d.claimed_at END, \
+             held_since = CASE WHEN u.holds THEN $1::bigint ELSE d.held_since END, \
+             held_connection = CASE WHEN u.holds THEN u.connection ELSE d.held_connection END, \
+             last_code = CASE WHEN u.sets_failure THEN u.code ELSE d.last_code END, \
+             last_kind = CASE WHEN u.sets_failure THEN u.kind ELSE d.last_kind END, \
+             last_reason = CASE WHEN u.sets_failure THEN u.reason ELSE d.last_reason END, \
+             end_reason = COALESCE(u.end_reason, d.end_reason) \
+             FROM {} \
+             WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
+             AND d.due_at IS NOT DISTINCT FROM u.seen_due \
+             RETURNING u.i",
+            columns.from_clause(2)
+        ),
+        s,
+    );
+    let statement = prepared.get(tx, sql)?;
+    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&now_ms];
+    params.extend(columns.params());
+    let written = tx.query(&statement, &params).map_err(pg_error)?;
+    let mut out = Vec::with_capacity(written.len());
+    for r in &written {
+        let i: i64 = col(r, "i")?;
+        out.push(usize::try_from(i).map_err(|_| StoreError::Corrupt(format!("claim index `{i}`")))?);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The breaker rows of a claim, in its transaction.
+struct Breakers<'t, 'c> {
+    tx: &'t mut Transaction<'c>,
+    s: &'t str,
+    now_ms: i64,
+}
+
+impl BreakerRows for Breakers<'_, '_> {
+    type Error = StoreError;
+
+    fn read(&mut self, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
+        read_breaker(self.tx, self.s, connection)
+    }
+
+    fn write(&mut self, connection: &str, seen: Option<&BreakerRow>, next: &BreakerRow) -> Result<bool, StoreError> {
+        write_breaker(self.tx, self.s, connection, seen, next, self.now_ms)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn claim(
+    client: &mut Client,
+    prepared: &mut Prepared,
+    s: &str,
+    cursor: &Mutex<ClaimCursor>,
+    now_ms: i64,
+    limit: usize,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
+) -> Result<ClaimReport, StoreError> {
+    let claimed = (|| -> Result<ClaimReport, StoreError> {
+        let mut tx = bulk_transaction(client)?;
+        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
+        let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, decide)?;
+        // A due row (or an ended lease) left for later (its connection's slots are
+        // taken): the next claim reads that index again, from the head.
+        let left_running = plan.left.iter().any(|&i| i < expired);
+        let left_pending = plan.left.iter().any(|&i| i >= expired);
+        if left_pending || left_running {
+            let mut cursor = lock(cursor);
+            if left_pending {
+                cursor.pending.after = None;
+            }
+            if left_running {
+                cursor.running.after = None;
+            }
+        }
+        let written = apply_all(&mut tx, prepared, s, &rows, &plan, now_ms)?;
+        let settled = claim::settle(&rows, &plan, &written, now_ms);
+        insert_lost_attempts(&mut tx, s, &settled.lost, now_ms)?;
+        for ended in &settled.given_up {
+            // What giving it up raises, stored now that its statement matched.
+            given_up(&mut tx, s, raise, ended, now_ms)?;
+        }
+        let report = settled.report;
+        tx.commit().map_err(pg_error)?;
+        Ok(report)
+    })();
+    if claimed.is_err() {
+        // The rows it had locked are free again, behind where the next claim reads.
+        *lock(cursor) = ClaimCursor::default();
+    }
+    claimed
+}
+
+fn lock(cursor: &Mutex<ClaimCursor>) -> std::sync::MutexGuard<'_, ClaimCursor> {
+    cursor.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Lock the due rows from where the cursor stands and move it past them; the
+/// cursor is held for these reads only, so the process's next claim reads on
+/// after them while this one decides, writes and commits.
+fn read_due(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    cursor: &Mutex<ClaimCursor>,
+    now_ms: i64,
+    limit: usize,
+) -> Result<(Vec<ClaimRow>, usize), StoreError> {
+    let mut cursor = lock(cursor);
+    let after = cursor.running.start(now_ms);
+    let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
+    // Every lease ending by now was read, unless the batch was full.
+    cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
+    let expired = rows.len();
+    let left = limit.saturating_sub(expired);
+    if left > 0 {
+        let after = cursor.pending.start(now_ms);
+        let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
+        cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
+        rows.extend(pending);
+    }
+    Ok((rows, expired))
+}

@@ -1,0 +1,217 @@
+//! Events beyond `emit`: the expansion of events written in SQL (`emit` of the
+//! schema, in the application's own transaction), the listing of events with
+//! their deliveries, replays, and the counts `status` shows.
+
+use super::builtin::{DeliveryIds, insert_events_of};
+use super::reads::{VIEW_COLUMNS, view_of};
+use super::{StoreError, col, pg_error, q, state_of};
+use jadpo_core::store::{
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
+    NewEvent, Replay, UnexpandedEvent,
+};
+use postgres::{Client, GenericClient, Row, Transaction};
+use std::collections::HashSet;
+
+/// An event (`e`) joined with its deliveries (`d`), each reached by its key.
+const EVENT_DELIVERIES: &str =
+    "{s}.events e CROSS JOIN LATERAL unnest(e.delivery_ids) AS x(id) JOIN {s}.deliveries d ON d.id = x.id";
+
+const EVENT_COLUMNS: &str = "e.id, e.name, e.payload, e.emitted_at, e.expanded, e.invalid_code, e.invalid_reason, \
+     e.replay_of";
+
+fn event_of(r: &Row) -> Result<EventView, StoreError> {
+    let code: Option<String> = col(r, "invalid_code")?;
+    let reason: Option<String> = col(r, "invalid_reason")?;
+    Ok(EventView {
+        id: col(r, "id")?,
+        name: col(r, "name")?,
+        payload: col(r, "payload")?,
+        emitted_at_ms: col(r, "emitted_at")?,
+        expanded: col(r, "expanded")?,
+        invalid: code.map(|c| (c, reason.unwrap_or_default())),
+        replay_of: col(r, "replay_of")?,
+        deliveries: Vec::new(),
+    })
+}
+
+/// An event's deliveries counted by state.
+fn delivery_counts(tx: &mut impl GenericClient, s: &str, event: &mut EventView) -> Result<(), StoreError> {
+    let rows = tx
+        .query(
+            &q(
+                &format!(
+                    "SELECT d.state, count(*) AS n FROM {EVENT_DELIVERIES} WHERE e.id = $1 \
+                     GROUP BY d.state ORDER BY d.state"
+                ),
+                s,
+            ),
+            &[&event.id],
+        )
+        .map_err(pg_error)?;
+    for r in &rows {
+        let state = state_of(&col::<String>(r, "state")?)?;
+        event.deliveries.push((state, u64::try_from(col::<i64>(r, "n")?).unwrap_or(0)));
+    }
+    Ok(())
+}
+
+pub(super) fn expand(
+    client: &mut Client,
+    s: &str,
+    now_ms: i64,
+    limit: usize,
+    expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+) -> Result<ExpandReport, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    // The events are locked as they are read, and events another process holds
+    // are skipped: processes expand different events, and never wait on each
+    // other's.
+    let rows = tx
+        .query(
+            &q(
+                "SELECT id, name, payload FROM {s}.events WHERE NOT expanded ORDER BY id LIMIT $1 \
+                 FOR UPDATE SKIP LOCKED",
+                s,
+            ),
+            &[&i64::try_from(limit).unwrap_or(i64::MAX)],
+        )
+        .map_err(pg_error)?;
+    if rows.is_empty() {
+        tx.commit().map_err(pg_error)?;
+        return Ok(ExpandReport::default());
+    }
+    let events = rows
+        .iter()
+        .map(|r| Ok(UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? }))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let decided: Vec<Expansion> = events.iter().map(expand).collect();
+    let report = write_expansions(&mut tx, s, events, decided, now_ms)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(report)
+}
+
+/// Mark the events read as expanded (or invalid), each with the ids of its
+/// deliveries, and write those deliveries, in three statements. Each mark is
+/// guarded by itself as well as by the lock: an event found expanded already
+/// when it is written is not expanded again, nor given deliveries, nor reported.
+pub(super) fn write_expansions(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    events: Vec<UnexpandedEvent>,
+    decided: Vec<Expansion>,
+    now_ms: i64,
+) -> Result<ExpandReport, StoreError> {
+    let none: &[NewDelivery] = &[];
+    let made = decided
+        .iter()
+        .map(|d| match d {
+            Expansion::Deliveries(d) => d.as_slice(),
+            Expansion::Invalid { .. } => none,
+        })
+        .collect();
+    let batch = DeliveryIds::of(tx, s, made)?;
+    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    let (codes, reasons): (Vec<Option<&str>>, Vec<Option<&str>>) = decided
+        .iter()
+        .map(|d| match d {
+            Expansion::Deliveries(_) => (None, None),
+            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
+        })
+        .unzip();
+    let marked = tx
+        .query(
+            &q(
+                "UPDATE {s}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
+                 delivery_ids = ($1::bigint[])[u.lo:u.hi] \
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) \
+                 AS u(id, code, reason, lo, hi) \
+                 WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
+                s,
+            ),
+            &[&batch.ids, &ids, &codes, &reasons, &batch.lo, &batch.hi],
+        )
+        .map_err(pg_error)?
+        .iter()
+        .map(|r| col::<i64>(r, "id"))
+        .collect::<Result<HashSet<i64>, _>>()?;
+    batch.insert(tx, s, &ids, |event| marked.contains(&event), now_ms)?;
+    let mut report = ExpandReport::default();
+    for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
+        match d {
+            Expansion::Deliveries(deliveries) => {
+                report.expanded.push(Expanded { id: e.id, deliveries: deliveries.len() })
+            }
+            Expansion::Invalid { code, reason } => {
+                report.invalid.push(InvalidEvent { id: e.id, name: e.name, code, reason })
+            }
+        }
+    }
+    Ok(report)
+}
+
+pub(super) fn list(c: &mut Client, s: &str, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+    let mut tx = c.build_transaction().read_only(true).start().map_err(pg_error)?;
+    let sql = q(
+        &format!(
+            "SELECT {EVENT_COLUMNS} FROM {{s}}.events e WHERE ($1::text IS NULL OR e.name = $1) \
+             AND ($2::bigint IS NULL OR e.emitted_at >= $2) AND ($3::bigint IS NULL OR e.emitted_at < $3) \
+             ORDER BY e.id DESC LIMIT $4"
+        ),
+        s,
+    );
+    let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+    let rows = tx.query(&sql, &[&filter.name, &filter.since_ms, &filter.until_ms, &limit]).map_err(pg_error)?;
+    let mut out = rows.iter().map(event_of).collect::<Result<Vec<_>, _>>()?;
+    for e in &mut out {
+        delivery_counts(&mut tx, s, e)?;
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(out)
+}
+
+pub(super) fn one(c: &mut Client, s: &str, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+    let mut tx = c.build_transaction().read_only(true).start().map_err(pg_error)?;
+    let sql = q(&format!("SELECT {EVENT_COLUMNS} FROM {{s}}.events e WHERE e.id = $1"), s);
+    let Some(row) = tx.query_opt(&sql, &[&id]).map_err(pg_error)? else {
+        return Ok(None);
+    };
+    let mut event = event_of(&row)?;
+    delivery_counts(&mut tx, s, &mut event)?;
+    let sql = q(&format!("SELECT {VIEW_COLUMNS} FROM {EVENT_DELIVERIES} WHERE e.id = $1 ORDER BY d.id"), s);
+    let deliveries = tx.query(&sql, &[&id]).map_err(pg_error)?.iter().map(view_of).collect::<Result<Vec<_>, _>>()?;
+    tx.commit().map_err(pg_error)?;
+    Ok(Some((event, deliveries)))
+}
+
+pub(super) fn replay(client: &mut Client, s: &str, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let events: Vec<(&NewEvent, Option<i64>)> = replays.iter().map(|r| (&r.event, Some(r.of))).collect();
+    let ids = insert_events_of(&mut tx, s, &events, now_ms)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(ids)
+}
+
+pub(super) fn counts(c: &mut Client, s: &str) -> Result<EventCounts, StoreError> {
+    let row = c
+        .query_one(
+            &q(
+                "SELECT (SELECT count(*) FROM {s}.events WHERE invalid_code IS NOT NULL) AS invalid, \
+                 (SELECT count(*) FROM {s}.events WHERE NOT expanded) AS unexpanded",
+                s,
+            ),
+            &[],
+        )
+        .map_err(pg_error)?;
+    let names = c
+        .query(&q("SELECT name, count(*) AS n FROM {s}.events GROUP BY name ORDER BY name", s), &[])
+        .map_err(pg_error)?;
+    let by_name = names
+        .iter()
+        .map(|r| Ok((col::<String>(r, "name")?, u64::try_from(col::<i64>(r, "n")?).unwrap_or(0))))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(EventCounts {
+        invalid: u64::try_from(col::<i64>(&row, "invalid")?).unwrap_or(0),
+        unexpanded: u64::try_from(col::<i64>(&row, "unexpanded")?).unwrap_or(0),
+        by_name,
+    })
+}

@@ -1,0 +1,272 @@
+//! Writes that are not claims: emitted events, attempts' outcomes (with the
+//! breaker's count), and operator retries.
+
+use super::breakers::{read_breaker, release_held, write_breaker};
+use super::builtin::{insert_events, recovered};
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, q, state_of};
+use jadpo_core::claim::LostAttempt;
+use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
+use jadpo_core::rules::{self, Decision, Failure};
+use jadpo_core::store::{NewEvent, Raise, Recorded, RetryResult, end_reason_after_attempt};
+use postgres::{Client, Transaction};
+use std::collections::HashMap;
+
+/// How many times an outcome's count is tried against a row other processes keep
+/// changing before the transaction gives up (and is run again by the caller).
+const COUNT_TRIES: usize = 16;
+
+pub(super) fn emit(client: &mut Client, s: &str, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let ids = insert_events(&mut tx, s, events, now_ms)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(ids)
+}
+
+/// Add the `lease_expired` attempts a claim found to their deliveries' histories,
+/// in one statement.
+pub(super) fn insert_lost_attempts(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    lost: &[LostAttempt],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let f = Failure::lease_expired();
+    let delivery: Vec<i64> = lost.iter().map(|l| l.delivery).collect();
+    let attempt: Vec<i64> = lost.iter().map(|l| i64::from(l.attempt)).collect();
+    let started: Vec<i64> = lost.iter().map(|l| l.started_at_ms).collect();
+    let duration: Vec<i64> = lost.iter().map(|l| now_ms.saturating_sub(l.started_at_ms).max(0)).collect();
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, reason) \
+             SELECT delivery, attempt, started, duration, 'failed', $5::text, $6::text, $7::text \
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
+             AS u(delivery, attempt, started, duration, n) ORDER BY n",
+            s,
+        ),
+        &[&delivery, &attempt, &started, &duration, &f.code.as_str(), &f.kind.as_str(), &f.reason.as_deref()],
+    )
+    .map_err(pg_error)?;
+    Ok(())
+}
+
+/// Write every outcome's decision (with the handled record, a column of the
+/// delivery, on success) and attempt row in one statement. Each decision is
+/// written only while its delivery is still `running` with this attempt from
+/// this claim (a reclaimed lease wins); the attempt row only with it. Returns
+/// the indices, in `outcomes`, of those written, in order.
+pub(super) fn conclude_all(
+    tx: &mut Transaction<'_>,
+    prepared: &mut Prepared,
+    s: &str,
+    outcomes: &[Recorded],
+) -> Result<Vec<usize>, StoreError> {
+    let n = outcomes.len();
+    let (mut idx, mut id, mut attempt, mut started) = (vec![], vec![], vec![], vec![]);
+    let (mut state, mut due_at, mut code, mut kind, mut reason, mut end_reason) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut ended, mut duration, mut outcome, mut a_code, mut a_kind, mut http, mut a_reason, mut handled) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let failures: Vec<Option<Failure>> = outcomes.iter().map(|r| r.outcome.failure()).collect();
+    // The guard's state as a value rather than a constant: a constant would let
+    // the planner walk the partial index of running rows (with every row a
+    // finished attempt left in it until a vacuum) instead of reaching each row
+    // by its id.
+    let running = vec!["running"; n];
+    for (i, (r, tried)) in outcomes.iter().zip(&failures).enumerate() {
+        let f = r.decision.failure();
+        idx.push(i as i64);
+        id.push(r.id);
+        attempt.push(i64::from(r.attempt));
+        started.push(r.started_at_ms);
+        state.push(r.decision.state().as_str());
+        due_at.push(r.decision.due_at_ms());
+        code.push(f.map(|f| f.code.as_str()));
+        kind.push(f.map(|f| f.kind.as_str()));
+        reason.push(f.and_then(|f| f.reason.as_deref()));
+        end_reason.push(end_reason_after_attempt(&r.decision));
+        ended.push(r.ended_at_ms);
+        duration.push(r.ended_at_ms.saturating_sub(r.started_at_ms).max(0));
+        outcome.push(if tried.is_some() { "failed" } else { "succeeded" });
+        a_code.push(tried.as_ref().map(|f| f.code.as_str()));
+        a_kind.push(tried.as_ref().map(|f| f.kind.as_str()));
+        http.push(r.outcome.http_status().map(i64::from));
+        a_reason.push(tried.as_ref().and_then(|f| f.reason.as_deref()));
+        handled.push(matches!(r.decision, Decision::Succeeded));
+    }
+    let sql = q(
+        "WITH done AS (UPDATE {s}.deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
+         last_code = COALESCE(u.code, d.last_code), last_kind = COALESCE(u.kind, d.last_kind), \
+         last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason, \
+         handled_at = COALESCE(d.handled_at, CASE WHEN u.handled THEN u.ended_at END) \
+         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], \
+         $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
+         $15::text[], $16::bigint[], $17::text[], $18::bool[], $19::text[]) AS u(i, id, attempt, started_at, state, due_at, \
+         code, kind, reason, end_reason, ended_at, duration_ms, outcome, a_code, a_kind, http_status, a_reason, \
+         handled, running) \
+         WHERE d.id = u.id AND d.state = u.running AND d.attempts = u.attempt AND d.claimed_at = u.started_at \
+         RETURNING u.i, u.id, u.attempt, u.started_at, u.duration_ms, u.outcome, u.a_code, u.a_kind, \
+         u.http_status, u.a_reason), \
+         tried AS (INSERT INTO {s}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
+         http_status, reason) SELECT id, attempt, started_at, duration_ms, outcome, a_code, a_kind, http_status, \
+         a_reason FROM done) \
+         SELECT i FROM done",
+        s,
+    );
+    let statement = prepared.get(tx, sql)?;
+    let rows = tx
+        .query(
+            &statement,
+            &[
+                &idx,
+                &id,
+                &attempt,
+                &started,
+                &state,
+                &due_at,
+                &code,
+                &kind,
+                &reason,
+                &end_reason,
+                &ended,
+                &duration,
+                &outcome,
+                &a_code,
+                &a_kind,
+                &http,
+                &a_reason,
+                &handled,
+                &running,
+            ],
+        )
+        .map_err(pg_error)?;
+    let mut written = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let i: i64 = col(r, "i")?;
+        match usize::try_from(i) {
+            Ok(i) if i < n => written.push(i),
+            _ => return Err(StoreError::Corrupt(format!("outcome index `{i}`"))),
+        }
+    }
+    written.sort_unstable();
+    Ok(written)
+}
+
+/// Count written outcomes for their connections' breakers (the core's
+/// `after_attempt`), in order. Each connection's row is read once and counted on
+/// as it changes; a change is written only if the row is still as read, else the
+/// row is read again and the outcome counted again. A breaker that closes
+/// releases its held deliveries.
+fn count_outcomes(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    written: &[&Recorded],
+    raise: &dyn Raise,
+) -> Result<(), StoreError> {
+    let mut rows: HashMap<&str, Option<BreakerRow>> = HashMap::new();
+    for r in written {
+        let mut counted = false;
+        for _ in 0..COUNT_TRIES {
+            let current = match rows.get(r.connection.as_str()) {
+                Some(row) => row.clone(),
+                None => read_breaker(tx, s, &r.connection)?,
+            };
+            let old = current.clone().unwrap_or_default();
+            let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
+            if next == old {
+                rows.insert(&r.connection, current);
+                counted = true;
+                break;
+            }
+            if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+                rows.insert(&r.connection, Some(next));
+                if what == AfterAttempt::Closed {
+                    release_held(tx, s, &r.connection, None, r.ended_at_ms)?;
+                    recovered(tx, s, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+                }
+                counted = true;
+                break;
+            }
+            // Another process changed the row: read it again.
+            rows.remove(r.connection.as_str());
+        }
+        if !counted {
+            return Err(StoreError::Database {
+                message: format!("the breaker of `{}` kept changing under this outcome's count", r.connection),
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn record(
+    client: &mut Client,
+    prepared: &mut Prepared,
+    s: &str,
+    outcomes: &[Recorded],
+    raised: &[Vec<NewEvent>],
+    raise: &dyn Raise,
+) -> Result<Vec<usize>, StoreError> {
+    let mut tx = bulk_transaction(client)?;
+    let written = conclude_all(&mut tx, prepared, s, outcomes)?;
+    // What the written outcomes raise (a delivery failed or parked), stored only
+    // for those whose guard matched.
+    for &i in &written {
+        if let Some(events) = raised.get(i).filter(|e| !e.is_empty()) {
+            insert_events(&mut tx, s, events, outcomes[i].ended_at_ms)?;
+        }
+    }
+    let counted: Vec<&Recorded> = written.iter().map(|&i| &outcomes[i]).collect();
+    count_outcomes(&mut tx, s, &counted, raise)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(written)
+}
+
+pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let mut results = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let row = tx
+            .query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id])
+            .map_err(pg_error)?;
+        let Some(row) = row else {
+            results.push(RetryResult::NotFound);
+            continue;
+        };
+        let seen: String = col(&row, "state")?;
+        let state = state_of(&seen)?;
+        let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
+        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
+        let Some(fresh) = rules::operator_retry(&record, now_ms) else {
+            results.push(RetryResult::NotRetryable(state));
+            continue;
+        };
+        let n = tx
+            .execute(
+                &q(
+                    "UPDATE {s}.deliveries SET state = $3, attempts = $4, due_at = $5, lease_until = NULL, \
+                     budget_start = $6, held_ms = $7, held_since = NULL, held_connection = NULL, last_code = NULL, \
+                     last_kind = NULL, last_reason = NULL, end_reason = NULL WHERE id = $1 AND state = $2",
+                    s,
+                ),
+                &[
+                    &id,
+                    &seen,
+                    &fresh.state.as_str(),
+                    &i64::from(fresh.attempts),
+                    &fresh.due_at_ms,
+                    &fresh.budget_start_ms,
+                    &fresh.held_ms,
+                ],
+            )
+            .map_err(pg_error)?;
+        results.push(if n == 1 { RetryResult::Retried } else { RetryResult::NotRetryable(state) });
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(results)
+}

@@ -1,0 +1,89 @@
+//! Retention: final deliveries older than a cut deleted in small transactions,
+//! each by a statement guarded by its being final and old still (re-checked on
+//! the row as it is when the delete runs, under `READ COMMITTED`), then its
+//! attempts (its handled record is a column of its row), then the events left
+//! with no delivery.
+
+use super::{StoreError, col, pg_error, q};
+use jadpo_core::store::{PruneCounts, PrunePlan};
+use postgres::Client;
+
+/// The deliveries `plan` deletes (`d` names the delivery), the cut as `$1`.
+fn pruned_deliveries(plan: &PrunePlan) -> String {
+    let states: Vec<String> = plan.states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    format!("d.state IN ({}) AND COALESCE(d.claimed_at, d.created_at) < $1", states.join(", "))
+}
+
+/// An event (`e`) that may go once deliveries were deleted: none of its
+/// deliveries is left. Only events of deliveries just deleted are looked at, so
+/// an event that never had a delivery is not touched by this alone; a condition
+/// that keeps more events (one still to be expanded, say) is added here.
+const EVENT_LEFT_EMPTY: &str = "NOT EXISTS (SELECT 1 FROM {s}.deliveries d WHERE d.id = ANY(e.delivery_ids))";
+
+pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+    let which = pruned_deliveries(plan);
+    let batch = i64::try_from(plan.batch).unwrap_or(i64::MAX);
+    let mut tx = client.transaction().map_err(pg_error)?;
+    // Deleted rows are locked first (`SKIP LOCKED`: a row a claim or a retry
+    // holds is left for a later batch), and the delete checks them again.
+    let deleted = tx
+        .query(
+            &q(
+                &format!(
+                    "WITH gone AS (DELETE FROM {{s}}.deliveries d WHERE d.id IN (SELECT d.id FROM {{s}}.deliveries d \
+                     WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
+                     RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) \
+                     SELECT id, event_id, handled FROM gone"
+                ),
+                s,
+            ),
+            &[&plan.cut_ms, &batch],
+        )
+        .map_err(pg_error)?;
+    let mut counts = PruneCounts::default();
+    let mut ids = Vec::with_capacity(deleted.len());
+    let mut events = Vec::with_capacity(deleted.len());
+    for r in &deleted {
+        ids.push(col::<i64>(r, "id")?);
+        events.push(col::<i64>(r, "event_id")?);
+        counts.handled += u64::from(col::<bool>(r, "handled")?);
+    }
+    counts.deliveries = ids.len() as u64;
+    if ids.is_empty() {
+        tx.commit().map_err(pg_error)?;
+        return Ok(counts);
+    }
+    counts.attempts =
+        tx.execute(&q("DELETE FROM {s}.attempts WHERE delivery_id = ANY($1)", s), &[&ids]).map_err(pg_error)?;
+    events.sort_unstable();
+    events.dedup();
+    counts.events = tx
+        .execute(&q(&format!("DELETE FROM {{s}}.events e WHERE e.id = ANY($1) AND {EVENT_LEFT_EMPTY}"), s), &[&events])
+        .map_err(pg_error)?;
+    tx.commit().map_err(pg_error)?;
+    Ok(counts)
+}
+
+pub(super) fn prune_preview(client: &mut Client, s: &str, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+    let which = pruned_deliveries(plan);
+    let sql = q(
+        &format!(
+            "SELECT (SELECT count(*) FROM {{s}}.deliveries d WHERE {which}) AS deliveries, \
+             (SELECT count(*) FROM {{s}}.attempts a JOIN {{s}}.deliveries d ON d.id = a.delivery_id WHERE {which}) \
+             AS attempts, \
+             (SELECT count(*) FROM {{s}}.deliveries d WHERE {which} AND d.handled_at IS NOT NULL) AS handled, \
+             (SELECT count(*) FROM {{s}}.events e WHERE EXISTS (SELECT 1 FROM {{s}}.deliveries d \
+             WHERE d.id = ANY(e.delivery_ids) AND {which}) AND NOT EXISTS (SELECT 1 FROM {{s}}.deliveries d \
+             WHERE d.id = ANY(e.delivery_ids) AND NOT ({which}))) AS events"
+        ),
+        s,
+    );
+    let row = client.query_one(&sql, &[&plan.cut_ms]).map_err(pg_error)?;
+    let n = |name: &str| col::<i64>(&row, name).map(|v| u64::try_from(v).unwrap_or(0));
+    Ok(PruneCounts {
+        deliveries: n("deliveries")?,
+        attempts: n("attempts")?,
+        handled: n("handled")?,
+        events: n("events")?,
+    })
+}

@@ -1,0 +1,305 @@
+//! Breaker rows, one per connection, each change one conditional statement; the
+//! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
+
+use super::builtin::alerted;
+use super::{Error, RowOf, StoreError, count_at};
+use jadpo_check::program::BreakerState;
+use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
+use jadpo_core::rules::{self, hold};
+use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
+use rusqlite::types::ToSql;
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, named_params};
+
+/// A breaker's columns (a macro so that the queries below can be `concat!`ed as
+/// constants).
+macro_rules! breaker_columns {
+    () => {
+        "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
+         probe_lease_until, paused_at, paused_until, paused_by, pause_reason"
+    };
+}
+
+/// A breaker's row with no held count (a claim reads it per connection, and the
+/// count would cost a walk of the held deliveries).
+const BREAKER_ALONE: &str = concat!("SELECT ", breaker_columns!(), ", 0 AS held FROM jadpo_circuit_breakers");
+
+/// Every breaker's row with the count of deliveries held for it; a `WHERE` may follow.
+pub(super) const BREAKERS_WITH_HELD: &str = concat!(
+    "SELECT ",
+    breaker_columns!(),
+    ", (SELECT count(*) FROM jadpo_deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection) \
+     AS held FROM jadpo_circuit_breakers b"
+);
+
+/// Held deliveries whose connection has no breaker that is not closed, nor a
+/// pause: a release racing a hold can leave these behind, and the tick's sweep
+/// releases them (a pause whose time has come is ended by the sweep first).
+pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+     jadpo_circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
+     OR b.paused_at IS NOT NULL))";
+
+/// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
+pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
+
+/// The breakers the tick's sweep looks at: those not closed, and those paused.
+pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
+
+/// A breaker's row read by column name, with its `held` count.
+pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, Error> {
+    let state: String = r.get("state")?;
+    let state =
+        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    let connection: String = r.get("connection")?;
+    let of = RowOf::Breaker(&connection);
+    Ok(BreakerView {
+        row: BreakerRow {
+            state,
+            failures_in_a_row: count_at(r, "failures_in_a_row", of)?,
+            opened_at_ms: r.get("opened_at")?,
+            pause_ms: count_at(r, "pause_ms", of)?,
+            alerts: count_at(r, "alerts", of)?,
+            alerted: r.get::<_, Option<i64>>("alerted_at")?.is_some(),
+            probe: r.get("probe_delivery")?,
+            probe_lease_until_ms: r.get("probe_lease_until")?,
+            pause: match r.get::<_, Option<i64>>("paused_at")? {
+                Some(at_ms) => Some(Pause {
+                    at_ms,
+                    until_ms: r.get("paused_until")?,
+                    by: r.get::<_, Option<String>>("paused_by")?.unwrap_or_default(),
+                    reason: r.get("pause_reason")?,
+                }),
+                None => None,
+            },
+        },
+        held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
+        connection,
+    })
+}
+
+/// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
+pub(super) fn read_breakers(conn: &Connection, filter: &str) -> Result<Vec<BreakerView>, Error> {
+    read_breakers_of(conn, filter, true)
+}
+
+/// [`read_breakers`] on a store that may be older than pauses (`pauses` false:
+/// a read-only handle on a store not migrated yet reads every one as unpaused).
+pub(super) fn read_breakers_of(conn: &Connection, filter: &str, pauses: bool) -> Result<Vec<BreakerView>, Error> {
+    let sql = if pauses {
+        format!("{BREAKERS_WITH_HELD} {filter} ORDER BY connection")
+    } else {
+        BREAKERS_WITH_HELD.replacen(
+            "paused_at, paused_until, paused_by, pause_reason",
+            "NULL AS paused_at, NULL AS paused_until, NULL AS paused_by, NULL AS pause_reason",
+            1,
+        ) + &format!(" {filter} ORDER BY connection")
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(breaker_of(r)?);
+    }
+    Ok(out)
+}
+
+/// A connection's breaker row, if it has one.
+pub(super) fn read_breaker(tx: &Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, Error> {
+    let sql = format!("{BREAKER_ALONE} WHERE connection = ?1");
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query([connection])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(breaker_of(r)?.row)),
+        None => Ok(None),
+    }
+}
+
+/// Write a breaker's next row in one conditional statement: only if the row is
+/// still as it was read (`old`; `None` = no row yet), so that of processes
+/// sharing the store exactly one makes each change. Returns whether it did.
+pub(super) fn write_breaker(
+    tx: &Transaction<'_>,
+    connection: &str,
+    old: Option<&BreakerRow>,
+    next: &BreakerRow,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let pause_ms = rules::ms_i64(next.pause_ms);
+    let state = next.state.as_str();
+    let paused_at = next.pause.as_ref().map(|p| p.at_ms);
+    let paused_until = next.pause.as_ref().and_then(|p| p.until_ms);
+    let paused_by = next.pause.as_ref().map(|p| p.by.as_str());
+    let pause_reason = next.pause.as_ref().and_then(|p| p.reason.as_deref());
+    // The next row's values, named once for both statements.
+    let mut values: Vec<(&str, &dyn ToSql)> = vec![
+        (":connection", &connection),
+        (":state", &state),
+        (":failures", &next.failures_in_a_row),
+        (":opened_at", &next.opened_at_ms),
+        (":pause_ms", &pause_ms),
+        (":alerts", &next.alerts),
+        (":alerted", &next.alerted),
+        (":probe", &next.probe),
+        (":probe_lease_until", &next.probe_lease_until_ms),
+        (":now", &now_ms),
+        (":paused_at", &paused_at),
+        (":paused_until", &paused_until),
+        (":paused_by", &paused_by),
+        (":pause_reason", &pause_reason),
+    ];
+    let n = match old {
+        None => tx
+            .prepare_cached(
+                "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
+                 pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
+                 paused_until, paused_by, pause_reason) \
+                 VALUES (:connection, :state, :failures, :opened_at, :pause_ms, :alerts, \
+                 CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now, :paused_at, \
+                 :paused_until, :paused_by, :pause_reason) \
+                 ON CONFLICT (connection) DO NOTHING",
+            )?
+            .execute(values.as_slice())?,
+        Some(old) => {
+            let old_state = old.state.as_str();
+            let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
+            values.extend_from_slice(&[
+                (":old_paused_at", &old_paused_at as &dyn ToSql),
+                (":old_state", &old_state),
+                (":old_failures", &old.failures_in_a_row),
+                (":old_opened_at", &old.opened_at_ms),
+                (":old_probe", &old.probe),
+                (":old_alerts", &old.alerts),
+            ]);
+            tx.prepare_cached(
+                "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
+                 opened_at = :opened_at, pause_ms = :pause_ms, alerts = :alerts, \
+                 alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
+                 probe_delivery = :probe, probe_lease_until = :probe_lease_until, updated_at = :now, \
+                 paused_at = :paused_at, paused_until = :paused_until, paused_by = :paused_by, \
+                 pause_reason = :pause_reason \
+                 WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
+                 AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
+                 AND paused_at IS :old_paused_at",
+            )?
+            .execute(values.as_slice())?
+        }
+    };
+    Ok(n == 1)
+}
+
+/// Release one held delivery at `now_ms`, as it was read (held since
+/// `held_since_ms`, held `held_ms` before): pending, due at once, its time held
+/// counted by the core's rule. Returns whether the row was as read and changed.
+pub(super) fn release_one(
+    tx: &Transaction<'_>,
+    id: i64,
+    held_ms: i64,
+    held_since_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
+             held_since = NULL, held_connection = NULL \
+             WHERE id = :id AND state = 'held' AND held_ms = :held_ms AND held_since IS :held_since",
+        )?
+        .execute(named_params! {
+            ":id": id,
+            ":now": now_ms,
+            ":held_ms": held_ms,
+            ":held_since": held_since_ms,
+            ":held_ms_after": hold::held_ms_after_release(held_ms, held_since_ms, now_ms),
+        })?;
+    Ok(n == 1)
+}
+
+/// Release the held deliveries chosen by `filter` (a condition on held rows, its
+/// parameters in `args`), each by [`release_one`]. Returns how many.
+fn release_where(tx: &Transaction<'_>, filter: &str, args: &[(&str, &dyn ToSql)], now_ms: i64) -> Result<u64, Error> {
+    let sql = format!("SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE state = 'held' AND {filter}");
+    let held: Vec<(i64, i64, Option<i64>)> = tx
+        .prepare_cached(&sql)?
+        .query_map(args, |r| Ok((r.get("id")?, r.get("held_ms")?, r.get("held_since")?)))?
+        .collect::<Result<_, _>>()?;
+    let mut released = 0;
+    for (id, held_ms, since) in held {
+        if release_one(tx, id, held_ms, since, now_ms)? {
+            released += 1;
+        }
+    }
+    Ok(released)
+}
+
+/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
+pub(super) fn release_held(
+    tx: &Transaction<'_>,
+    connection: &str,
+    one: Option<i64>,
+    now_ms: i64,
+) -> Result<u64, Error> {
+    release_where(
+        tx,
+        "held_connection = :connection AND (:one IS NULL OR id = :one)",
+        named_params! {":connection": connection, ":one": one},
+        now_ms,
+    )
+}
+
+/// How many deliveries an outage of `connection` holds at `now_ms`: those held,
+/// and those due that its open breaker holds at their claim.
+fn held_by_outage(tx: &Transaction<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
+    let n: i64 = tx
+        .prepare_cached(
+            "SELECT (SELECT count(*) FROM jadpo_deliveries WHERE state = 'held' AND held_connection = :c) + \
+             (SELECT count(*) FROM jadpo_deliveries WHERE state = 'pending' AND due_at <= :now AND connection = :c)",
+        )?
+        .query_row(named_params! {":c": connection, ":now": now_ms}, |r| r.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub(super) fn sweep(
+    conn: &mut Connection,
+    now_ms: i64,
+    lease_until: &dyn Fn(&str) -> i64,
+    raise: &dyn Raise,
+) -> Result<BreakerSweep, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    super::pauses::end_pauses(&tx, now_ms)?;
+    let released = release_where(&tx, HELD_WITHOUT_OPEN_BREAKER, &[], now_ms)?;
+    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
+    for view in read_breakers(&tx, SWEPT)? {
+        let BreakerView { connection, row, held } = view;
+        let mut row = row;
+        if breaker::alert_due(&row) {
+            let raised = breaker::alert_raised(&row);
+            if write_breaker(&tx, &connection, Some(&row), &raised, now_ms)? {
+                let alert = BreakerAlert {
+                    connection: connection.clone(),
+                    since_ms: row.opened_at_ms.unwrap_or(now_ms),
+                    held: held_by_outage(&tx, &connection, now_ms)?,
+                };
+                alerted(&tx, raise, &alert, now_ms)?;
+                sweep.alerts.push(alert);
+                row = raised;
+            }
+        }
+        if held == 0 {
+            continue;
+        }
+        let longest: Option<(i64, String)> = tx
+            .prepare_cached(
+                "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
+                 AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
+            )?
+            .query_row([&connection], |r| Ok((r.get("id")?, r.get("subscriber")?)))
+            .optional()?;
+        let Some((id, subscriber)) = longest else { continue };
+        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
+            && write_breaker(&tx, &connection, Some(&row), &next, now_ms)?
+        {
+            release_held(&tx, &connection, Some(id), now_ms)?;
+            sweep.woken.push(id);
+        }
+    }
+    tx.commit()?;
+    Ok(sweep)
+}

@@ -1,0 +1,55 @@
+//! jadpo's own events: stored with their deliveries inside the transaction of the
+//! change that raises them (a claim that gives a delivery up, a recorded outcome,
+//! a breaker that closes, an outage's alert), once its guarded statement matched.
+
+use super::Error;
+use jadpo_core::store::{BreakerAlert, EndedDelivery, NewEvent, Raise};
+use rusqlite::{Transaction, params};
+
+/// Store events and their deliveries, due at `now_ms`; returns their ids in order.
+pub(super) fn insert_events(tx: &Transaction<'_>, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
+    let mut ids = Vec::with_capacity(events.len());
+    let mut ev = tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)")?;
+    let mut del = tx.prepare_cached(
+        "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
+         attempts, due_at, budget_start, held_ms, created_at) \
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4)",
+    )?;
+    for e in events {
+        ev.execute(params![e.name, e.payload, now_ms])?;
+        let id = tx.last_insert_rowid();
+        for d in &e.deliveries {
+            del.execute(params![id, d.subscriber, d.connection, now_ms])?;
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// A delivery a claim gave up (its statement matched): store what that raises.
+pub(super) fn given_up(
+    tx: &Transaction<'_>,
+    raise: &dyn Raise,
+    ended: &EndedDelivery<'_>,
+    now_ms: i64,
+) -> Result<(), Error> {
+    insert_events(tx, &raise.delivery_ended(ended), now_ms).map(drop)
+}
+
+/// An outage's alert was written on its breaker: store what that raises.
+pub(super) fn alerted(tx: &Transaction<'_>, raise: &dyn Raise, alert: &BreakerAlert, now_ms: i64) -> Result<(), Error> {
+    insert_events(tx, &raise.connection_unavailable(alert), now_ms).map(drop)
+}
+
+/// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
+/// raises.
+pub(super) fn recovered(
+    tx: &Transaction<'_>,
+    raise: &dyn Raise,
+    connection: &str,
+    opened_at_ms: Option<i64>,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
+    insert_events(tx, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
+}

@@ -1,0 +1,89 @@
+//! Waiting on a locked database, and SQLite's failures told apart for people: a
+//! lock that outlasts the wait, a full disk, a read-only file.
+
+use super::Error;
+use jadpo_core::store::StoreError;
+use rusqlite::{Connection, ErrorCode};
+use std::time::{Duration, Instant};
+
+/// The longest SQLite's own busy handler waits inside one statement; past it the
+/// whole transaction is run again, until the store's lock wait is spent.
+const BUSY_HANDLER_MAX: Duration = Duration::from_secs(5);
+
+/// The busy handler's wait for a store whose lock wait is `lock_wait`.
+pub(super) fn busy_timeout(lock_wait: Duration) -> Duration {
+    lock_wait.min(BUSY_HANDLER_MAX)
+}
+
+fn sqlite_code(e: &Error) -> Option<ErrorCode> {
+    match e {
+        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => Some(f.code),
+        _ => None,
+    }
+}
+
+/// Whether the database was locked by another connection.
+pub(super) fn is_busy(e: &Error) -> bool {
+    matches!(sqlite_code(e), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// Whether the file could not be opened (as a read-only handle finds a store in a
+/// folder it cannot write to, whose log index it cannot make).
+pub(super) fn cannot_open(e: &Error) -> bool {
+    matches!(sqlite_code(e), Some(ErrorCode::CannotOpen))
+}
+
+/// The error a person is shown for `e`: a full disk and a read-only store by
+/// name, not as SQLite's "disk I/O error" or "attempt to write a readonly
+/// database". `errno` is the operating system's error behind it, if any.
+pub(super) fn explain(e: Error, path: &str, errno: i32) -> Error {
+    // A full disk shows up as SQLITE_FULL, or as an I/O error whose cause is
+    // ENOSPC (growing the write-ahead log or its index fails that way).
+    const ENOSPC: i32 = 28;
+    const EROFS: i32 = 30;
+    match sqlite_code(&e) {
+        Some(ErrorCode::DiskFull) => StoreError::Full { path: path.to_string() }.into(),
+        Some(ErrorCode::SystemIoFailure) if errno == ENOSPC => StoreError::Full { path: path.to_string() }.into(),
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path: path.to_string() }.into(),
+        Some(ErrorCode::SystemIoFailure | ErrorCode::CannotOpen) if errno == EROFS => {
+            StoreError::ReadOnly { path: path.to_string() }.into()
+        }
+        _ => e,
+    }
+}
+
+/// The operating system's error behind the connection's last failure.
+pub(super) fn system_errno(conn: &Connection) -> i32 {
+    // SAFETY: the handle is the live connection's own, used on this thread while
+    // the caller holds it; `sqlite3_system_errno` only reads a field of it.
+    unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) }
+}
+
+/// Run `f` until it is not refused by a lock: a busy or locked database is waited
+/// on (SQLite's busy handler, then the whole transaction run again with a growing
+/// pause) for up to `lock_wait`, after which the operation fails having changed
+/// nothing. Other failures are explained (see [`explain`]).
+pub(super) fn with_retry<T>(
+    conn: &mut Connection,
+    path: &str,
+    lock_wait: Duration,
+    mut f: impl FnMut(&mut Connection) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let start = Instant::now();
+    let mut pause = 2u64;
+    loop {
+        match f(conn) {
+            Ok(v) => return Ok(v),
+            Err(e) if is_busy(&e) => {
+                let waited = start.elapsed();
+                if waited >= lock_wait {
+                    return Err(StoreError::Busy { waited_s: waited.as_secs_f64().round() as u64 }.into());
+                }
+                let left = lock_wait - waited;
+                std::thread::sleep(Duration::from_millis(pause).min(left));
+                pause = (pause * 2).min(100);
+            }
+            Err(e) => return Err(explain(e, path, system_errno(conn))),
+        }
+    }
+}

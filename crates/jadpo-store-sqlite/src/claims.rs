@@ -1,0 +1,160 @@
+//! Claims: due deliveries read in due order, the core deciding each
+//! ([`jadpo_core::claim`]), and every change one statement conditional on the row
+//! being as it was read.
+
+use super::breakers::{read_breaker, write_breaker};
+use super::builtin::given_up;
+use super::outcomes::insert_attempt;
+use super::{Error, RowOf, count_at, failure_of, state_of};
+use jadpo_check::program::DeliveryState;
+use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
+use jadpo_core::rules::breaker::BreakerRow;
+use jadpo_core::rules::{Failure, Record};
+use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
+use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
+
+/// The columns a claim reads (a delivery joined with its event).
+const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
+     d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
+     EXISTS (SELECT 1 FROM jadpo_handled h WHERE h.delivery_id = d.id) AS handled, \
+     e.id AS event_id, e.name AS event, e.payload";
+
+fn read_claim_rows(
+    tx: &Transaction<'_>,
+    state: DeliveryState,
+    now_ms: i64,
+    limit: usize,
+) -> Result<Vec<ClaimRow>, Error> {
+    let sql = format!(
+        "SELECT {CLAIM_COLUMNS} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
+         WHERE d.state = :state AND d.due_at <= :now ORDER BY d.due_at, d.id LIMIT :limit"
+    );
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query(named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let state = state_of(&r.get::<_, String>("state")?)?;
+        let due_at: Option<i64> = r.get("due_at")?;
+        let id = r.get("id")?;
+        let record = Record {
+            state,
+            attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
+            due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
+            lease_until_ms: r.get("lease_until")?,
+            budget_start_ms: r.get("budget_start")?,
+            held_ms: r.get("held_ms")?,
+            last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?, r.get("last_reason")?)?,
+        };
+        out.push(ClaimRow {
+            candidate: ClaimCandidate {
+                id,
+                subscriber: r.get("subscriber")?,
+                connection: r.get("connection")?,
+                record,
+                handled: r.get("handled")?,
+                breaker: BreakerRow::default(),
+            },
+            due_at,
+            claimed_at: r.get("claimed_at")?,
+            event_id: r.get("event_id")?,
+            event: r.get("event")?,
+            payload: r.get("payload")?,
+        });
+    }
+    Ok(out)
+}
+
+/// Write what a claim decided for one row, as [`RowWrite`] says, conditional on the
+/// row being as seen. Returns whether it was.
+pub(super) fn apply(
+    tx: &Transaction<'_>,
+    seen: Seen,
+    connection: &str,
+    write: &RowWrite,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let (sets_failure, failure) = write.failure.written();
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = :state, attempts = :attempts, due_at = :due_at, \
+             lease_until = :lease_until, \
+             claimed_at = CASE WHEN :stamps THEN :now ELSE claimed_at END, \
+             held_since = CASE WHEN :holds THEN :now ELSE held_since END, \
+             held_connection = CASE WHEN :holds THEN :connection ELSE held_connection END, \
+             last_code = CASE WHEN :sets_failure THEN :code ELSE last_code END, \
+             last_kind = CASE WHEN :sets_failure THEN :kind ELSE last_kind END, \
+             last_reason = CASE WHEN :sets_failure THEN :reason ELSE last_reason END, \
+             end_reason = COALESCE(:end_reason, end_reason) \
+             WHERE id = :id AND state = :seen_state AND attempts = :seen_attempts AND due_at IS :seen_due_at",
+        )?
+        .execute(named_params! {
+            ":id": seen.id, ":seen_state": seen.state.as_str(), ":seen_attempts": seen.attempts,
+            ":seen_due_at": seen.due_at,
+            ":state": write.state.as_str(), ":attempts": write.attempts, ":due_at": write.due_at,
+            ":lease_until": write.lease_until, ":stamps": write.stamps_claim, ":holds": write.holds,
+            ":now": now_ms, ":connection": connection, ":sets_failure": sets_failure,
+            ":code": failure.map(|f| f.code.as_str()), ":kind": failure.map(|f| f.kind.as_str()),
+            ":reason": failure.and_then(|f| f.reason.as_deref()), ":end_reason": write.end_reason,
+        })?;
+    Ok(n == 1)
+}
+
+/// The breaker rows of a claim, in its transaction.
+struct Breakers<'t, 'c> {
+    tx: &'t Transaction<'c>,
+    now_ms: i64,
+}
+
+impl BreakerRows for Breakers<'_, '_> {
+    type Error = Error;
+
+    fn read(&mut self, connection: &str) -> Result<Option<BreakerRow>, Error> {
+        read_breaker(self.tx, connection)
+    }
+
+    fn write(&mut self, connection: &str, seen: Option<&BreakerRow>, next: &BreakerRow) -> Result<bool, Error> {
+        write_breaker(self.tx, connection, seen, next, self.now_ms)
+    }
+}
+
+/// Record the attempts lost workers had counted, as `lease_expired`.
+fn insert_lost_attempts(tx: &Transaction<'_>, lost: &[LostAttempt], now_ms: i64) -> Result<(), Error> {
+    let f = Failure::lease_expired();
+    for l in lost {
+        insert_attempt(tx, l.delivery, l.attempt, l.started_at_ms, now_ms, Some(&f), None)?;
+    }
+    Ok(())
+}
+
+pub(super) fn claim(
+    conn: &mut Connection,
+    now_ms: i64,
+    limit: usize,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
+) -> Result<ClaimReport, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Ended leases first (rare), then due pending deliveries in due order; two
+    // queries so each walks the (state, due_at) index in order under its LIMIT.
+    let mut rows = read_claim_rows(&tx, DeliveryState::Running, now_ms, limit)?;
+    let left = limit.saturating_sub(rows.len());
+    if left > 0 {
+        rows.extend(read_claim_rows(&tx, DeliveryState::Pending, now_ms, left)?);
+    }
+    let plan = claim::plan(&mut rows, &mut Breakers { tx: &tx, now_ms }, decide)?;
+    let mut written = Vec::with_capacity(plan.changes.len());
+    for (i, change) in plan.changes.iter().enumerate() {
+        let row = &rows[change.row];
+        if apply(&tx, row.seen(), &row.candidate.connection, &change.write, now_ms)? {
+            written.push(i);
+        }
+    }
+    let settled = claim::settle(&rows, &plan, &written, now_ms);
+    insert_lost_attempts(&tx, &settled.lost, now_ms)?;
+    for ended in &settled.given_up {
+        given_up(&tx, raise, ended, now_ms)?;
+    }
+    let report = settled.report;
+    tx.commit()?;
+    Ok(report)
+}

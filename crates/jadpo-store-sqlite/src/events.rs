@@ -1,0 +1,249 @@
+//! Events beyond `emit`: the expansion of events written in SQL, the listing of
+//! events with their deliveries, replays, and the counts `status` shows.
+
+use super::reads::{view_columns, view_of};
+use super::{Error, state_of};
+use jadpo_core::store::{
+    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
+    Replay, UnexpandedEvent,
+};
+use rusqlite::{Connection, Row, Transaction, TransactionBehavior, named_params, params};
+
+/// The columns of an event as listed; `states` is false on a store older than
+/// the events' states (read-only handles only), which reads every event as
+/// expanded and valid.
+fn event_columns(states: bool) -> &'static str {
+    if states {
+        "e.id, e.name, e.payload, e.emitted_at, e.expanded, e.invalid_code, e.invalid_reason, e.replay_of"
+    } else {
+        "e.id, e.name, e.payload, e.emitted_at, 1 AS expanded, NULL AS invalid_code, NULL AS invalid_reason, \
+         NULL AS replay_of"
+    }
+}
+
+fn event_of(r: &Row<'_>) -> Result<EventView, Error> {
+    let code: Option<String> = r.get("invalid_code")?;
+    let reason: Option<String> = r.get("invalid_reason")?;
+    Ok(EventView {
+        id: r.get("id")?,
+        name: r.get("name")?,
+        payload: r.get("payload")?,
+        emitted_at_ms: r.get("emitted_at")?,
+        expanded: r.get::<_, i64>("expanded")? != 0,
+        invalid: code.map(|c| (c, reason.unwrap_or_default())),
+        replay_of: r.get("replay_of")?,
+        deliveries: Vec::new(),
+    })
+}
+
+/// An event's deliveries counted by state.
+fn delivery_counts(tx: &Transaction<'_>, event: &mut EventView) -> Result<(), Error> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT state, count(*) AS n FROM jadpo_deliveries WHERE event_id = ?1 GROUP BY state ORDER BY state",
+    )?;
+    let mut rows = stmt.query([event.id])?;
+    while let Some(r) = rows.next()? {
+        let state = state_of(&r.get::<_, String>("state")?)?;
+        event.deliveries.push((state, u64::try_from(r.get::<_, i64>("n")?).unwrap_or(0)));
+    }
+    Ok(())
+}
+
+/// Write an event's deliveries, due at once with a fresh budget.
+fn insert_deliveries(
+    tx: &Transaction<'_>,
+    event_id: i64,
+    deliveries: &[NewDelivery],
+    now_ms: i64,
+) -> Result<(), Error> {
+    let mut del = tx.prepare_cached(
+        "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
+         attempts, due_at, budget_start, held_ms, created_at) \
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4)",
+    )?;
+    for d in deliveries {
+        del.execute(params![event_id, d.subscriber, d.connection, now_ms])?;
+    }
+    Ok(())
+}
+
+/// Mark an event expanded (invalid with `code` and `reason` when given), only
+/// while it is not yet: returns whether it was, and so whether its deliveries
+/// are this caller's to write.
+fn mark_expanded(tx: &Transaction<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
+    let marked = tx
+        .prepare_cached(
+            "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3 \
+             WHERE id = ?1 AND expanded = 0",
+        )?
+        .execute(params![id, code, reason])?;
+    Ok(marked == 1)
+}
+
+pub(super) fn expand(
+    conn: &mut Connection,
+    now_ms: i64,
+    limit: usize,
+    expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+) -> Result<ExpandReport, Error> {
+    // A read first, outside any write transaction: a store with nothing to expand
+    // (the usual case) costs its writers no lock.
+    let waiting: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM jadpo_events WHERE expanded = 0)")?
+        .query_row([], |r| r.get(0))?;
+    let mut report = ExpandReport::default();
+    if !waiting {
+        return Ok(report);
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: Vec<UnexpandedEvent> = {
+        let mut stmt =
+            tx.prepare_cached("SELECT id, name, payload FROM jadpo_events WHERE expanded = 0 ORDER BY id LIMIT ?1")?;
+        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+            Ok(UnexpandedEvent { id: r.get(0)?, name: r.get(1)?, payload: r.get(2)? })
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for e in found {
+        let decided = expand(&e);
+        let (code, reason) = match &decided {
+            Expansion::Deliveries(_) => (None, None),
+            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
+        };
+        if !mark_expanded(&tx, e.id, code, reason)? {
+            continue;
+        }
+        match decided {
+            Expansion::Deliveries(deliveries) => {
+                insert_deliveries(&tx, e.id, &deliveries, now_ms)?;
+                report.expanded.push(Expanded { id: e.id, deliveries: deliveries.len() });
+            }
+            Expansion::Invalid { code, reason } => {
+                report.invalid.push(InvalidEvent { id: e.id, name: e.name, code, reason })
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(report)
+}
+
+pub(super) fn list(conn: &mut Connection, filter: &EventFilter, states: bool) -> Result<Vec<EventView>, Error> {
+    // One read transaction: the events and their counts are of one moment.
+    let tx = conn.transaction()?;
+    let mut out = Vec::new();
+    {
+        let sql = format!(
+            "SELECT {} FROM jadpo_events e \
+             WHERE (:name IS NULL OR e.name = :name) AND (:since IS NULL OR e.emitted_at >= :since) \
+             AND (:until IS NULL OR e.emitted_at < :until) ORDER BY e.id DESC LIMIT :limit",
+            event_columns(states)
+        );
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query(named_params! {
+            ":name": filter.name.as_deref(),
+            ":since": filter.since_ms,
+            ":until": filter.until_ms,
+            ":limit": filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+        })?;
+        while let Some(r) = rows.next()? {
+            out.push(event_of(r)?);
+        }
+    }
+    for e in &mut out {
+        delivery_counts(&tx, e)?;
+    }
+    Ok(out)
+}
+
+pub(super) fn one(
+    conn: &mut Connection,
+    id: i64,
+    states: bool,
+    reasons: bool,
+) -> Result<Option<(EventView, Vec<DeliveryView>)>, Error> {
+    let tx = conn.transaction()?;
+    let mut event = {
+        let sql = format!("SELECT {} FROM jadpo_events e WHERE e.id = ?1", event_columns(states));
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query([id])?;
+        match rows.next()? {
+            Some(r) => event_of(r)?,
+            None => return Ok(None),
+        }
+    };
+    delivery_counts(&tx, &mut event)?;
+    let mut deliveries = Vec::new();
+    {
+        let sql = format!(
+            "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
+             WHERE d.event_id = ?1 ORDER BY d.id",
+            view_columns(reasons)
+        );
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query([id])?;
+        while let Some(r) = rows.next()? {
+            deliveries.push(view_of(r)?);
+        }
+    }
+    Ok(Some((event, deliveries)))
+}
+
+pub(super) fn replay(conn: &mut Connection, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut ids = Vec::with_capacity(replays.len());
+    for r in replays {
+        tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at, replay_of) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![r.event.name, r.event.payload, now_ms, r.of])?;
+        let id = tx.last_insert_rowid();
+        insert_deliveries(&tx, id, &r.event.deliveries, now_ms)?;
+        ids.push(id);
+    }
+    tx.commit()?;
+    Ok(ids)
+}
+
+pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts, Error> {
+    let by_name = conn
+        .prepare("SELECT name, count(*) FROM jadpo_events GROUP BY name ORDER BY name")?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0))))?
+        .collect::<Result<Vec<_>, _>>()?;
+    if !states {
+        return Ok(EventCounts { by_name, ..EventCounts::default() });
+    }
+    let (invalid, unexpanded): (i64, i64) = conn.query_row(
+        "SELECT (SELECT count(*) FROM jadpo_events WHERE invalid_code IS NOT NULL), \
+         (SELECT count(*) FROM jadpo_events WHERE expanded = 0)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(EventCounts {
+        invalid: u64::try_from(invalid).unwrap_or(0),
+        unexpanded: u64::try_from(unexpanded).unwrap_or(0),
+        by_name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mark_expanded;
+    use crate::SqliteStore;
+    use rusqlite::TransactionBehavior;
+
+    /// An event another process expanded after this one read it is not marked
+    /// again (its deliveries are not written twice).
+    #[test]
+    fn an_event_expanded_since_it_was_read_is_not_expanded_again() {
+        let store = SqliteStore::open_in_memory().expect("open");
+        let mut conn = store.lock();
+        conn.execute_batch(
+            "INSERT INTO jadpo_events (id, name, payload, emitted_at, expanded) VALUES (1, 'Paid', '{}', 0, 0)",
+        )
+        .expect("an event written in SQL");
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+        assert!(mark_expanded(&tx, 1, None, None).expect("mark"), "the first mark matches");
+        assert!(!mark_expanded(&tx, 1, Some("ingest.unknown_event"), Some("stale")).expect("mark"));
+        let code: Option<String> =
+            tx.query_row("SELECT invalid_code FROM jadpo_events WHERE id = 1", [], |r| r.get(0)).expect("read");
+        assert_eq!(code, None, "the stale mark changed nothing");
+    }
+}

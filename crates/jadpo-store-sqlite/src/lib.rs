@@ -1,0 +1,467 @@
+//! The SQLite store: WAL, versioned migrations, conditional claims, and waits and
+//! retries on a busy database so that no write is lost.
+//!
+//! By job: [`schema`] (tables, migrations, the check that a file is ours),
+//! [`busy`] (waiting on a lock; errors told apart), [`claims`], [`outcomes`]
+//! (emits, attempts' outcomes, operator retries), [`breakers`], [`reads`] (what
+//! the listing commands show), [`schedules`] and [`events`] (SQL-written events'
+//! expansion, listings, replays).
+//!
+//! Every write runs in one `BEGIN IMMEDIATE` transaction, which SQLite serializes
+//! with every other writer on the file; each change to a shared row is still one
+//! statement conditional on the row being as it was read, so the same steps are
+//! correct where nothing serializes them (see ARCHITECTURE.md).
+
+mod breakers;
+mod builtin;
+mod busy;
+mod claims;
+mod events;
+mod outcomes;
+mod pauses;
+mod reads;
+mod retention;
+mod schedules;
+mod schema;
+mod sharing;
+
+pub use schema::APPLICATION_ID;
+
+use jadpo_core::rules::Failure;
+use jadpo_core::rules::breaker::{BreakerRow, Pause};
+use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
+use jadpo_core::store::{
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
+    StatusView, Store, StoreError, UnexpandedEvent,
+};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A store in one SQLite database file (or in memory).
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: String,
+    lock_wait: Duration,
+    /// The file's schema version: [`schema::VERSION`] once migrated; older only on
+    /// a read-only handle, which reads what that version has.
+    version: i64,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+/// A failure inside the store: SQLite's own, or one of the store's errors. Each
+/// is a [`StoreError`] at the store's edge ([`busy::explain`] tells a lock, a full
+/// disk and a read-only file apart), so no `rusqlite` type leaves this crate.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// SQLite's error.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// One of the store's own.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<Error> for StoreError {
+    fn from(e: Error) -> StoreError {
+        match e {
+            Error::Store(e) => e,
+            Error::Sqlite(rusqlite::Error::SqliteFailure(f, message))
+                if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                StoreError::Constraint { message: message.unwrap_or_else(|| f.to_string()) }
+            }
+            Error::Sqlite(e) => StoreError::Database { message: e.to_string() },
+        }
+    }
+}
+
+fn open_error(path: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Open { path: path.to_string(), message: e.to_string() }
+}
+
+impl SqliteStore {
+    /// Open the store at `path` read-write, creating it if the file is missing or
+    /// empty and applying migrations. A file that is not a jadpo store is refused
+    /// untouched.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, OpenOptions::read_write())
+    }
+
+    /// Open the store at `path` as `options` say. Read-only opens an existing
+    /// store without writing to it (no migration, no journal change, no write
+    /// lock), so it works on a read-only file and beside a writer.
+    pub fn open_with(path: &Path, options: OpenOptions) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        if path.is_dir() {
+            return Err(open_error(&shown, "it is a directory"));
+        }
+        let flags = match options.access {
+            Access::ReadWrite => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&shown, e))?;
+        let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
+        match store.prepare(true, options.access) {
+            Ok(version) => store.version = version,
+            // SQLite reads a store in WAL mode through its log (`-wal`) and the
+            // log's index (`-shm`), which it makes beside the file when they are
+            // missing; in a folder this process cannot write to it cannot, and
+            // refuses the store as read-only (or as a file it cannot open).
+            Err(e)
+                if options.access == Access::ReadOnly
+                    && (busy::cannot_open(&e) || matches!(e, Error::Store(StoreError::ReadOnly { .. }))) =>
+            {
+                store.conn = Mutex::new(open_as_on_disk(path, flags, &store.path)?);
+                store.version = store.prepare(true, options.access)?;
+            }
+            Err(e) if busy::cannot_open(&e) && read_only_place(path) => {
+                return Err(StoreError::ReadOnly { path: store.path.clone() });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(store)
+    }
+
+    /// Every migration's SQL, in order, as `jadpoc migrate --print` shows it.
+    pub fn migrations_sql() -> String {
+        let mut out = String::new();
+        for (i, m) in schema::MIGRATIONS.iter().enumerate() {
+            out.push_str(&format!("-- version {}\n{}PRAGMA user_version = {};\n", i + 1, m.trim_start(), i + 1));
+        }
+        out.push_str(&format!("PRAGMA application_id = {APPLICATION_ID};\n"));
+        out
+    }
+
+    /// An in-memory store (for the virtual-time runner and tests).
+    pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|e| open_error(":memory:", e))?;
+        let mut store = SqliteStore {
+            conn: Mutex::new(conn),
+            path: ":memory:".into(),
+            lock_wait: jadpo_core::store::DEFAULT_LOCK_WAIT,
+            version: 0,
+        };
+        store.version = store.prepare(false, Access::ReadWrite)?;
+        Ok(store)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no half-done transaction behind
+        // (it rolls back on drop), so the connection is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Check the file is ours (or empty), then, read-write, set it up and migrate
+    /// it. Returns the schema version it has now.
+    fn prepare(&self, wal: bool, access: Access) -> Result<i64, Error> {
+        let path = self.path.clone();
+        let mut conn = self.lock();
+        conn.busy_timeout(busy::busy_timeout(self.lock_wait))?;
+        // A stable plan per statement: without it SQLite re-prepares a cached
+        // statement whenever a bound value (`now`, a state) changes, which was most
+        // of the cost of a claim.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // Read before writing anything: a foreign file must stay as it was.
+        let version = busy::with_retry(&mut conn, &path, self.lock_wait, |c| schema::check(c, &path))?;
+        if access == Access::ReadOnly {
+            return Ok(version);
+        }
+        let journal: String = busy::with_retry(&mut conn, &path, self.lock_wait, |c| {
+            Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?)
+        })?;
+        let wal_set = !wal || journal.eq_ignore_ascii_case("wal");
+        if version == schema::VERSION && wal_set {
+            // Nothing to change: no write lock is taken, so opening does not wait
+            // on another process's write.
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            return Ok(version);
+        }
+        busy::with_retry(&mut conn, &path, self.lock_wait, |c| {
+            if wal {
+                let mode: String = c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    return Err(
+                        open_error(&path, format!("cannot use write-ahead logging (journal mode `{mode}`)")).into()
+                    );
+                }
+            }
+            // Every commit reaches the disk before it returns: an emitted event is kept.
+            c.pragma_update(None, "synchronous", "FULL")?;
+            schema::migrate(c, &path)
+        })?;
+        Ok(schema::VERSION)
+    }
+
+    /// Run `f` on the connection, waiting on a locked database (see
+    /// [`busy::with_retry`]).
+    fn with_retry<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        Ok(busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?)
+    }
+
+    /// Whether the file has the reasons' columns (a read-only handle on an older
+    /// store reads them as missing).
+    fn has_reasons(&self) -> bool {
+        self.version >= schema::VERSION_WITH_REASONS
+    }
+
+    /// Whether the file has the pauses' columns (a read-only handle on an older
+    /// store reads every connection as unpaused).
+    fn has_pauses(&self) -> bool {
+        self.version >= schema::VERSION_WITH_PAUSES
+    }
+
+    /// Whether the file's events know whether they are expanded, invalid or a
+    /// replay (a read-only handle on an older store reads them as expanded).
+    fn has_event_states(&self) -> bool {
+        self.version >= schema::VERSION_WITH_EVENT_STATES
+    }
+}
+
+/// A read-only connection to the store at `path` for a process that cannot make
+/// the store's log or its index: the file read as it is on disk
+/// (`immutable=1`), which is all of the store when no log is beside it. A
+/// process with the store open keeps its log there (the last one to close folds
+/// the log into the file and removes it), so with none there nothing is being
+/// written. A log left beside the file (a copy taken while a process had the
+/// store open) may hold commits the file lacks, and is refused, saying what
+/// reads it: its index can only be made where the folder can be written to.
+fn open_as_on_disk(path: &Path, flags: OpenFlags, shown: &str) -> Result<Connection, StoreError> {
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        return Err(open_error(
+            shown,
+            format!(
+                "its write-ahead log `{shown}-wal` may hold changes the file lacks, and it is read through an index \
+                 (`{shown}-shm`) that cannot be made in the folder `{}`; read the store where its folder can be \
+                 written to (copy `{file}` with `{file}-wal`), or as a user who may write to the folder",
+                folder.display(),
+            ),
+        ));
+    }
+    let uri = format!("file:{}?immutable=1", uri_path(path));
+    Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI).map_err(|e| open_error(shown, e))
+}
+
+/// Whether the store's file or folder cannot be written to (opening a file for
+/// writing changes nothing in it).
+fn read_only_place(path: &Path) -> bool {
+    let file = std::fs::OpenOptions::new().write(true).open(path);
+    let folder_ro = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .and_then(|p| std::fs::metadata(p).ok())
+        .is_some_and(|m| m.permissions().readonly());
+    folder_ro
+        || file.is_err_and(|e| {
+            matches!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied)
+        })
+}
+
+/// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
+/// keeps a value of any type in any column, and one that is not an integer is
+/// as corrupt as a negative count.
+fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
+    let found = match r.get_ref(column)? {
+        ValueRef::Integer(v) => return Ok(count_of(v, row, column)?),
+        ValueRef::Null => "no value".to_string(),
+        ValueRef::Real(v) => format!("`{v}`"),
+        ValueRef::Text(t) => format!("the text `{}`", String::from_utf8_lossy(t)),
+        ValueRef::Blob(b) => format!("a blob of {} bytes", b.len()),
+    };
+    Err(not_a_count(row, column, &found, T::MAX).into())
+}
+
+/// `path` for a `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for ch in path.to_string_lossy().chars() {
+        match ch {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Store for SqliteStore {
+    fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
+    }
+
+    fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_retry(reads::next_due_ms)
+    }
+
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        let reasons = self.has_reasons();
+        self.with_retry(|conn| reads::deliveries(conn, filter, reasons))
+    }
+
+    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        let reasons = self.has_reasons();
+        self.with_retry(|conn| reads::delivery(conn, id, reasons))
+    }
+
+    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
+        self.with_retry(|conn| outcomes::retry(conn, ids, now_ms))
+    }
+
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        let pauses = self.has_pauses();
+        self.with_retry(|conn| reads::status(conn, now_ms, pauses))
+    }
+
+    fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+        self.with_retry(|conn| schedules::sync(conn, schedules, now_ms))
+    }
+
+    fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.with_retry(|conn| schedules::claim(conn, schedules, now_ms))
+    }
+
+    fn record_schedule(
+        &self,
+        name: &str,
+        run: u64,
+        ended_at_ms: i64,
+        failure: Option<&Failure>,
+    ) -> Result<bool, StoreError> {
+        self.with_retry(|conn| schedules::record(conn, name, run, ended_at_ms, failure))
+    }
+
+    fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_retry(schedules::next_due_ms)
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        let pauses = self.has_pauses();
+        self.with_retry(|conn| reads::breakers(conn, pauses))
+    }
+
+    fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
+    }
+
+    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
+        self.with_retry(|conn| pauses::pause(conn, connection, pause))
+    }
+
+    fn resume_connection(
+        &self,
+        connection: &str,
+        by: &str,
+        reason: Option<&str>,
+        now_ms: i64,
+    ) -> Result<ResumeReport, StoreError> {
+        self.with_retry(|conn| pauses::resume(conn, connection, by, reason, now_ms))
+    }
+
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.with_retry(|conn| pauses::knows_connection(conn, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        if !self.has_pauses() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| pauses::history(conn, connection))
+    }
+
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_retry(|conn| retention::prune_batch(conn, plan))
+    }
+
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_retry(|conn| retention::prune_preview(conn, plan))
+    }
+
+    // Events written in SQL, and the listing and replay of events.
+
+    fn expand_events(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
+    ) -> Result<ExpandReport, StoreError> {
+        self.with_retry(|conn| events::expand(conn, now_ms, limit, expand))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        let states = self.has_event_states();
+        self.with_retry(|conn| events::list(conn, filter, states))
+    }
+
+    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+        let (states, reasons) = (self.has_event_states(), self.has_reasons());
+        self.with_retry(|conn| events::one(conn, id, states, reasons))
+    }
+
+    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        self.with_retry(|conn| events::replay(conn, replays, now_ms))
+    }
+
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        let states = self.has_event_states();
+        self.with_retry(|conn| events::counts(conn, states))
+    }
+
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        sharing::db_now_ms()
+    }
+
+    fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {
+        sharing::listen(wake)
+    }
+
+    // jadpo's own events, stored in the transaction of the change that raises them.
+
+    fn claim_raising(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError> {
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
+    }
+
+    fn record_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
+    }
+
+    fn sweep_breakers_raising(
+        &self,
+        now_ms: i64,
+        lease_until: &dyn Fn(&str) -> i64,
+        raise: &dyn Raise,
+    ) -> Result<BreakerSweep, StoreError> {
+        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, raise))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! Writes that are not claims: emitted events, attempts' outcomes (with the
+//! breaker's count), and operator retries.
+
+use super::breakers::{read_breaker, release_held, write_breaker};
+use super::builtin::{insert_events, recovered};
+use super::{Error, RowOf, count_at, state_of};
+use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
+use jadpo_core::rules::{self, Decision, Failure, Record};
+use jadpo_core::store::Raise;
+use jadpo_core::store::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
+use rusqlite::{Connection, Transaction, TransactionBehavior, named_params, params};
+use std::collections::HashMap;
+
+/// A failure's short human reason, as the store keeps it.
+pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
+    failure.reason.as_deref()
+}
+
+pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let ids = insert_events(&tx, events, now_ms)?;
+    tx.commit()?;
+    Ok(ids)
+}
+
+/// Add an attempt to a delivery's history: failed with `failure`, else succeeded.
+pub(super) fn insert_attempt(
+    tx: &Transaction<'_>,
+    delivery: i64,
+    attempt: u32,
+    started_at_ms: i64,
+    ended_at_ms: i64,
+    failure: Option<&Failure>,
+    http_status: Option<u16>,
+) -> Result<(), Error> {
+    tx.prepare_cached(
+        "INSERT INTO jadpo_attempts \
+         (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status, reason) \
+         VALUES (:delivery, :attempt, :started, :duration, :outcome, :code, :kind, :status, :reason)",
+    )?
+    .execute(named_params! {
+        ":delivery": delivery,
+        ":attempt": attempt,
+        ":started": started_at_ms,
+        ":duration": ended_at_ms.saturating_sub(started_at_ms).max(0),
+        ":outcome": if failure.is_some() { "failed" } else { "succeeded" },
+        ":code": failure.map(|f| f.code.as_str()),
+        ":kind": failure.map(|f| f.kind.as_str()),
+        ":status": http_status,
+        ":reason": failure.and_then(reason_of),
+    })?;
+    Ok(())
+}
+
+/// Write an attempt's decision on its delivery, only while the delivery is still
+/// `running` with this attempt from this claim (a claim that took the lease since
+/// owns it). Returns whether it did.
+pub(super) fn conclude(tx: &Transaction<'_>, r: &Recorded) -> Result<bool, Error> {
+    let failure = r.decision.failure();
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = :state, due_at = :due_at, lease_until = NULL, \
+             last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
+             last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END, \
+             end_reason = :end_reason \
+             WHERE id = :id AND state = 'running' AND attempts = :attempt AND claimed_at = :claimed_at",
+        )?
+        .execute(named_params! {
+            ":id": r.id,
+            ":attempt": r.attempt,
+            ":claimed_at": r.started_at_ms,
+            ":state": r.decision.state().as_str(),
+            ":due_at": r.decision.due_at_ms(),
+            ":code": failure.map(|f| f.code.as_str()),
+            ":kind": failure.map(|f| f.kind.as_str()),
+            ":reason": failure.and_then(reason_of),
+            ":end_reason": end_reason_after_attempt(&r.decision),
+        })?;
+    Ok(n == 1)
+}
+
+pub(super) fn record(
+    conn: &mut Connection,
+    outcomes: &[Recorded],
+    raised: &[Vec<NewEvent>],
+    raise: &dyn Raise,
+) -> Result<Vec<usize>, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut written = Vec::with_capacity(outcomes.len());
+    for (i, r) in outcomes.iter().enumerate() {
+        if !conclude(&tx, r)? {
+            // Its lease ended and another claim took it: that claim owns it now.
+            continue;
+        }
+        written.push(i);
+        if let Some(events) = raised.get(i) {
+            insert_events(&tx, events, r.ended_at_ms)?;
+        }
+        let failure = r.outcome.failure();
+        insert_attempt(
+            &tx,
+            r.id,
+            r.attempt,
+            r.started_at_ms,
+            r.ended_at_ms,
+            failure.as_ref(),
+            r.outcome.http_status(),
+        )?;
+        if matches!(r.decision, Decision::Succeeded) {
+            tx.prepare_cached("INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)")?
+                .execute(params![r.id, r.ended_at_ms])?;
+        }
+    }
+    // Count each written outcome for its connection's breaker, in order.
+    let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
+    for r in written.iter().map(|&i| &outcomes[i]) {
+        let current = match breakers.get(r.connection.as_str()) {
+            Some(row) => row.clone(),
+            None => read_breaker(&tx, &r.connection)?,
+        };
+        let old = current.clone().unwrap_or_default();
+        let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
+        if next != old && write_breaker(&tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+            if what == AfterAttempt::Closed {
+                release_held(&tx, &r.connection, None, r.ended_at_ms)?;
+                recovered(&tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+            }
+            breakers.insert(&r.connection, Some(next));
+        } else {
+            breakers.insert(&r.connection, current);
+        }
+    }
+    tx.commit()?;
+    Ok(written)
+}
+
+/// An operator's retry of one delivery whose state was read as `seen_state`:
+/// the core's fresh record, written only if the state is still the one read.
+pub(super) fn retry_one(tx: &Transaction<'_>, id: i64, seen_state: &str, fresh: &Record) -> Result<bool, Error> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = :state, attempts = :attempts, due_at = :due_at, \
+             lease_until = NULL, budget_start = :budget_start, held_ms = :held_ms, held_since = NULL, \
+             held_connection = NULL, last_code = NULL, last_kind = NULL, last_reason = NULL, \
+             end_reason = NULL WHERE id = :id AND state = :seen_state",
+        )?
+        .execute(named_params! {
+            ":id": id,
+            ":seen_state": seen_state,
+            ":state": fresh.state.as_str(),
+            ":attempts": fresh.attempts,
+            ":due_at": fresh.due_at_ms,
+            ":budget_start": fresh.budget_start_ms,
+            ":held_ms": fresh.held_ms,
+        })?;
+    Ok(n == 1)
+}
+
+pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut results = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let row = {
+            let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
+            let mut rows = stmt.query([id])?;
+            match rows.next()? {
+                Some(r) => Some((r.get::<_, String>("state")?, count_at(r, "attempts", RowOf::Delivery(id))?)),
+                None => None,
+            }
+        };
+        let Some((seen_state, attempts)) = row else {
+            results.push(RetryResult::NotFound);
+            continue;
+        };
+        let state = state_of(&seen_state)?;
+        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
+        let Some(fresh) = rules::operator_retry(&record, now_ms) else {
+            results.push(RetryResult::NotRetryable(state));
+            continue;
+        };
+        // The history keeps the earlier attempts: it is keyed by its own id.
+        let retried = retry_one(&tx, id, &seen_state, &fresh)?;
+        results.push(if retried { RetryResult::Retried } else { RetryResult::NotRetryable(state) });
+    }
+    tx.commit()?;
+    Ok(results)
+}

@@ -1,0 +1,181 @@
+//! What the listing commands and the loops read: deliveries, a delivery's
+//! history, counts, breakers, and when work is next due. Nothing here writes.
+
+use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
+use super::{Error, RowOf, count_at, failure_of, state_of};
+use jadpo_check::program::DeliveryState;
+use jadpo_core::rules::breaker;
+use jadpo_core::store::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
+use rusqlite::{Connection, Row, named_params};
+
+/// The columns of a delivery as listed; `reasons` is false on a store older than
+/// the reasons' columns (read-only handles only), which reads them as missing.
+pub(super) fn view_columns(reasons: bool) -> String {
+    let extra = if reasons { "d.end_reason, d.last_reason" } else { "NULL AS end_reason, NULL AS last_reason" };
+    format!(
+        "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
+         d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, {extra}"
+    )
+}
+
+pub(super) fn view_of(r: &Row<'_>) -> Result<DeliveryView, Error> {
+    let state = state_of(&r.get::<_, String>("state")?)?;
+    let due_at: Option<i64> = r.get("due_at")?;
+    let lease_until: Option<i64> = r.get("lease_until")?;
+    let id = r.get("id")?;
+    Ok(DeliveryView {
+        id,
+        event_id: r.get("event_id")?,
+        event: r.get("event")?,
+        subscriber: r.get("subscriber")?,
+        connection: r.get("connection")?,
+        state,
+        attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
+        due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
+        lease_until_ms: if state == DeliveryState::Running { lease_until } else { None },
+        held_since_ms: r.get("held_since")?,
+        held_ms: r.get("held_ms")?,
+        budget_start_ms: r.get("budget_start")?,
+        created_at_ms: r.get("created_at")?,
+        last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?, r.get("last_reason")?)?,
+        end_reason: r.get("end_reason")?,
+    })
+}
+
+fn attempt_of(r: &Row<'_>, delivery: i64) -> Result<AttemptView, Error> {
+    Ok(AttemptView {
+        attempt: count_at(r, "attempt", RowOf::AttemptOf(delivery))?,
+        started_at_ms: r.get("started_at")?,
+        duration_ms: r.get("duration_ms")?,
+        outcome: r.get("outcome")?,
+        code: r.get("code")?,
+        kind: r.get("kind")?,
+        http_status: r.get::<_, Option<i64>>("http_status")?.and_then(|s| u16::try_from(s).ok()),
+        reason: r.get("reason")?,
+    })
+}
+
+pub(super) fn next_due_ms(conn: &mut Connection) -> Result<Option<i64>, Error> {
+    let mut stmt =
+        conn.prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = ?1 AND due_at IS NOT NULL")?;
+    let p: Option<i64> = stmt.query_row(["pending"], |r| r.get(0))?;
+    let l: Option<i64> = stmt.query_row(["running"], |r| r.get(0))?;
+    Ok(match (p, l) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
+pub(super) fn deliveries(
+    conn: &mut Connection,
+    filter: &DeliveryFilter,
+    reasons: bool,
+) -> Result<Vec<DeliveryView>, Error> {
+    let sql = format!(
+        "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
+         WHERE (:state IS NULL OR d.state = :state) AND (:subscriber IS NULL OR d.subscriber = :subscriber) \
+         ORDER BY d.id {} LIMIT :limit",
+        view_columns(reasons),
+        // With a limit, the newest come first (the latest delivery is one row).
+        if filter.limit.is_some() { "DESC" } else { "ASC" }
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(named_params! {
+        ":state": filter.state.map(|s| s.as_str()),
+        ":subscriber": filter.subscriber.as_deref(),
+        ":limit": filter.limit.map_or(-1, |l| l as i64),
+    })?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(view_of(r)?);
+    }
+    Ok(out)
+}
+
+pub(super) fn delivery(
+    conn: &mut Connection,
+    id: i64,
+    reasons: bool,
+) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, Error> {
+    // One read transaction: the delivery and its history are of one moment.
+    let tx = conn.transaction()?;
+    let view = {
+        let sql = format!(
+            "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id WHERE d.id = ?1",
+            view_columns(reasons)
+        );
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query([id])?;
+        match rows.next()? {
+            Some(r) => view_of(r)?,
+            None => return Ok(None),
+        }
+    };
+    let sql = format!(
+        "SELECT attempt, started_at, duration_ms, outcome, code, kind, http_status, {} \
+         FROM jadpo_attempts WHERE delivery_id = ?1 ORDER BY id",
+        if reasons { "reason" } else { "NULL AS reason" }
+    );
+    let mut history = Vec::new();
+    {
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query([id])?;
+        while let Some(r) = rows.next()? {
+            history.push(attempt_of(r, id)?);
+        }
+    }
+    Ok(Some((view, history)))
+}
+
+pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result<StatusView, Error> {
+    let tx = conn.transaction()?;
+    let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
+    {
+        let mut stmt = tx.prepare_cached(
+            "SELECT subscriber, state, count(*) AS n FROM jadpo_deliveries \
+             GROUP BY subscriber, state ORDER BY subscriber, state",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let sub: String = r.get("subscriber")?;
+            let state = state_of(&r.get::<_, String>("state")?)?;
+            let n = u64::try_from(r.get::<_, i64>("n")?).unwrap_or(0);
+            if let Some(slot) = view.states.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 += n;
+            }
+            match view.subscribers.last_mut() {
+                Some((name, counts)) if *name == sub => counts.push((state, n)),
+                _ => view.subscribers.push((sub, vec![(state, n)])),
+            }
+        }
+    }
+    let open: i64 =
+        tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| r.get(0))?;
+    view.breakers_open = u64::try_from(open).unwrap_or(0);
+    if pauses {
+        view.breakers_paused =
+            read_breakers(&tx, super::breakers::PAUSED)?.iter().filter(|b| breaker::paused(&b.row, now_ms)).count()
+                as u64;
+    }
+    let oldest: Option<i64> =
+        tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
+    view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
+    Ok(view)
+}
+
+pub(super) fn breakers(conn: &mut Connection, pauses: bool) -> Result<Vec<BreakerView>, Error> {
+    super::breakers::read_breakers_of(conn, "", pauses)
+}
+
+pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option<i64>, Error> {
+    let orphans: bool = conn
+        .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER})"))?
+        .query_row([], |r| r.get(0))?;
+    let mut next = orphans.then_some(now_ms);
+    for view in read_breakers(conn, super::breakers::SWEPT)? {
+        if let Some(t) = breaker::next_work_ms(&view.row, view.held > 0, now_ms) {
+            next = Some(next.map_or(t, |n: i64| n.min(t)));
+        }
+    }
+    Ok(next)
+}

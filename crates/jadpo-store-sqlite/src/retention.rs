@@ -1,0 +1,89 @@
+//! Retention: final deliveries older than a cut deleted in small transactions,
+//! each by a statement guarded by its being final and old still, then its
+//! attempts and handled record, then the events left with no delivery.
+
+use super::Error;
+use jadpo_core::store::{PruneCounts, PrunePlan};
+use rusqlite::{Connection, TransactionBehavior, named_params};
+
+/// The deliveries `plan` deletes (`d` names the delivery), its cut bound as `:cut`.
+fn pruned_deliveries(plan: &PrunePlan) -> String {
+    let states: Vec<String> = plan.states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    format!("d.state IN ({}) AND COALESCE(d.claimed_at, d.created_at) < :cut", states.join(", "))
+}
+
+/// An event (`e`) that may go once deliveries were deleted: none of its
+/// deliveries is left. Only events of deliveries just deleted are looked at, so
+/// an event that never had a delivery is not touched by this alone; a condition
+/// that keeps more events (one still to be expanded, say) is added here.
+const EVENT_LEFT_EMPTY: &str = "NOT EXISTS (SELECT 1 FROM jadpo_deliveries d WHERE d.event_id = e.id)";
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let which = pruned_deliveries(plan);
+    let found: Vec<(i64, i64)> = tx
+        .prepare_cached(&format!(
+            "SELECT d.id, d.event_id FROM jadpo_deliveries d WHERE {which} ORDER BY d.id LIMIT :batch"
+        ))?
+        .query_map(named_params! {":cut": plan.cut_ms, ":batch": plan.batch as i64}, |r| {
+            Ok((r.get("id")?, r.get("event_id")?))
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut counts = PruneCounts::default();
+    let mut events = Vec::new();
+    for (id, event) in found {
+        let deleted = tx
+            .prepare_cached(&format!("DELETE FROM jadpo_deliveries AS d WHERE d.id = :id AND {which}"))?
+            .execute(named_params! {":id": id, ":cut": plan.cut_ms})?;
+        if deleted != 1 {
+            continue;
+        }
+        counts.deliveries += 1;
+        counts.attempts +=
+            count(tx.prepare_cached("DELETE FROM jadpo_attempts WHERE delivery_id = ?1")?.execute([id])?);
+        counts.handled += count(tx.prepare_cached("DELETE FROM jadpo_handled WHERE delivery_id = ?1")?.execute([id])?);
+        if events.last() != Some(&event) {
+            events.push(event);
+        }
+    }
+    events.sort_unstable();
+    events.dedup();
+    for event in events {
+        counts.events += count(
+            tx.prepare_cached(&format!("DELETE FROM jadpo_events AS e WHERE e.id = ?1 AND {EVENT_LEFT_EMPTY}"))?
+                .execute([event])?,
+        );
+    }
+    tx.commit()?;
+    Ok(counts)
+}
+
+pub(super) fn prune_preview(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
+    let which = pruned_deliveries(plan);
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM jadpo_deliveries d WHERE {which}) AS deliveries, \
+         (SELECT count(*) FROM jadpo_attempts a JOIN jadpo_deliveries d ON d.id = a.delivery_id WHERE {which}) \
+         AS attempts, \
+         (SELECT count(*) FROM jadpo_handled h JOIN jadpo_deliveries d ON d.id = h.delivery_id WHERE {which}) \
+         AS handled, \
+         (SELECT count(*) FROM jadpo_events e WHERE EXISTS (SELECT 1 FROM jadpo_deliveries d \
+         WHERE d.event_id = e.id AND {which}) AND NOT EXISTS (SELECT 1 FROM jadpo_deliveries d \
+         WHERE d.event_id = e.id AND NOT ({which}))) AS events"
+    );
+    let tx = conn.transaction()?;
+    let counts = tx.prepare_cached(&sql)?.query_row(named_params! {":cut": plan.cut_ms}, |r| {
+        let n = |name: &str| r.get::<_, i64>(name).map(|v| u64::try_from(v).unwrap_or(0));
+        Ok(PruneCounts {
+            deliveries: n("deliveries")?,
+            attempts: n("attempts")?,
+            handled: n("handled")?,
+            events: n("events")?,
+        })
+    })?;
+    tx.commit()?;
+    Ok(counts)
+}

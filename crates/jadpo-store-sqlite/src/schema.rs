@@ -1,0 +1,198 @@
+//! The store's schema and its migrations, and the check that a file is ours before
+//! anything is written to it.
+//!
+//! Creating a store is safe when many processes do it at once: whether the file is
+//! ours is read in one statement (one snapshot), and the migrations run in one
+//! `BEGIN IMMEDIATE` transaction that looks again before it writes, so a store
+//! another process is creating is waited on, never taken for a foreign file.
+
+use super::Error;
+use jadpo_core::store::StoreError;
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+/// `PRAGMA application_id` of a jadpo store: "JADP" in ASCII.
+pub const APPLICATION_ID: i64 = 0x4A41_4450;
+
+/// The migrations, in order; `PRAGMA user_version` counts those applied.
+pub(super) const MIGRATIONS: &[&str] = &[
+    r#"
+CREATE TABLE jadpo_events (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    emitted_at INTEGER NOT NULL
+);
+CREATE TABLE jadpo_deliveries (
+    id INTEGER PRIMARY KEY,
+    event_id INTEGER NOT NULL,
+    subscriber TEXT NOT NULL,
+    connection TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    -- When the row is next claimable: a pending delivery's due time, a running
+    -- one's lease end; NULL otherwise. One index then serves both claims.
+    due_at INTEGER,
+    lease_until INTEGER,
+    claimed_at INTEGER,
+    budget_start INTEGER NOT NULL,
+    held_ms INTEGER NOT NULL DEFAULT 0,
+    held_since INTEGER,
+    held_connection TEXT,
+    last_code TEXT,
+    last_kind TEXT,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX jadpo_deliveries_due ON jadpo_deliveries (state, due_at);
+-- An operator's retry numbers attempts from 1 again, so the history is keyed by
+-- its own id and both runs' attempts are kept.
+CREATE TABLE jadpo_attempts (
+    id INTEGER PRIMARY KEY,
+    delivery_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    code TEXT,
+    kind TEXT,
+    http_status INTEGER
+);
+CREATE INDEX jadpo_attempts_delivery ON jadpo_attempts (delivery_id);
+CREATE TABLE jadpo_handled (
+    delivery_id INTEGER PRIMARY KEY,
+    handled_at INTEGER NOT NULL
+);
+CREATE TABLE jadpo_schedules (
+    name TEXT PRIMARY KEY,
+    every_ms INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    due_at INTEGER NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 0,
+    last_claimed_at INTEGER,
+    last_ended_at INTEGER,
+    last_code TEXT,
+    last_kind TEXT
+);
+CREATE TABLE jadpo_circuit_breakers (
+    connection TEXT PRIMARY KEY,
+    state TEXT NOT NULL DEFAULT 'closed',
+    failures_in_a_row INTEGER NOT NULL DEFAULT 0,
+    opened_at INTEGER,
+    pause_ms INTEGER NOT NULL DEFAULT 0,
+    alerts INTEGER NOT NULL DEFAULT 0,
+    alerted_at INTEGER,
+    probe_delivery INTEGER,
+    probe_lease_until INTEGER,
+    updated_at INTEGER
+);
+"#,
+    // Why a delivery ended, and each failure's short human reason.
+    r#"
+ALTER TABLE jadpo_deliveries ADD COLUMN end_reason TEXT;
+ALTER TABLE jadpo_deliveries ADD COLUMN last_reason TEXT;
+ALTER TABLE jadpo_attempts ADD COLUMN reason TEXT;
+"#,
+    // An operator's pause of a connection, on its breaker's row; every pause and
+    // resume kept with who, when and why.
+    r#"
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_at INTEGER;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_until INTEGER;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN paused_by TEXT;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN pause_reason TEXT;
+CREATE TABLE jadpo_breaker_actions (
+    id INTEGER PRIMARY KEY,
+    connection TEXT NOT NULL,
+    action TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    by TEXT NOT NULL,
+    reason TEXT,
+    until INTEGER
+);
+-- Retention deletes an event once no delivery of it is left.
+CREATE INDEX jadpo_deliveries_event ON jadpo_deliveries (event_id);
+"#,
+    // Events written by SQL wait to be expanded by a running process (every event
+    // stored before, and every one `emit` stores, is expanded at once: the
+    // default); one whose payload does not match the program is kept, invalid;
+    // a replay is an event of its own naming the event it replays.
+    r#"
+ALTER TABLE jadpo_events ADD COLUMN expanded INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE jadpo_events ADD COLUMN invalid_code TEXT;
+ALTER TABLE jadpo_events ADD COLUMN invalid_reason TEXT;
+ALTER TABLE jadpo_events ADD COLUMN replay_of INTEGER;
+CREATE INDEX jadpo_events_unexpanded ON jadpo_events (id) WHERE expanded = 0;
+CREATE INDEX jadpo_events_invalid ON jadpo_events (id) WHERE invalid_code IS NOT NULL;
+CREATE INDEX jadpo_events_name ON jadpo_events (name, id);
+"#,
+];
+
+/// The newest schema version this build knows.
+pub(super) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The first version with `end_reason` and the failures' reasons; a read-only
+/// handle on an older store reads them as missing.
+pub(super) const VERSION_WITH_REASONS: i64 = 2;
+
+/// The first version with operators' pauses; a read-only handle on an older
+/// store reads every connection as not paused.
+pub(super) const VERSION_WITH_PAUSES: i64 = 3;
+
+/// The first version whose events know whether they are expanded, invalid or a
+/// replay; a read-only handle on an older store reads every event as expanded
+/// and valid.
+pub(super) const VERSION_WITH_EVENT_STATES: i64 = 4;
+
+/// What a file holds, read in one statement so that the three values are of one
+/// moment (another process may be creating the store meanwhile).
+struct Found {
+    application_id: i64,
+    objects: i64,
+    version: i64,
+}
+
+fn is_not_a_database(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::NotADatabase)
+}
+
+fn look(conn: &Connection, path: &str) -> Result<Found, Error> {
+    let found = conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id()), \
+         (SELECT count(*) FROM sqlite_master), (SELECT user_version FROM pragma_user_version())",
+        [],
+        |r| Ok(Found { application_id: r.get(0)?, objects: r.get(1)?, version: r.get(2)? }),
+    );
+    match found {
+        Ok(found) => Ok(found),
+        Err(e) if is_not_a_database(&e) => Err(StoreError::Foreign { path: path.to_string() }.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the file is a jadpo store (`Some(version)`), empty (`Some(0)`), or
+/// foreign (an error); a store newer than this build is refused.
+pub(super) fn check(conn: &Connection, path: &str) -> Result<i64, Error> {
+    let found = look(conn, path)?;
+    let empty = found.application_id == 0 && found.objects == 0;
+    if found.application_id != APPLICATION_ID && !empty {
+        return Err(StoreError::Foreign { path: path.to_string() }.into());
+    }
+    if found.version > VERSION {
+        return Err(StoreError::TooNew { path: path.to_string(), found: found.version, known: VERSION }.into());
+    }
+    Ok(if empty { 0 } else { found.version })
+}
+
+/// Apply the migrations this file lacks, in one write transaction that checks the
+/// file again first: whatever another process did before it took the lock is seen.
+pub(super) fn migrate(conn: &mut Connection, path: &str) -> Result<(), Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version = check(&tx, path)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(0)) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
+    if version < VERSION {
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Each conditional statement run with a stale row: another process changed the
+//! row after it was read, so the statement must change nothing. SQLite's write
+//! lock makes these races impossible between two of our transactions; these tests
+//! keep the guards right for a store where nothing serializes the writers.
+
+use super::claims;
+use super::{SqliteStore, breakers, outcomes, schedules};
+use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
+use jadpo_core::claim::{RowWrite, Seen};
+use jadpo_core::rules::ClaimDecision;
+use jadpo_core::rules::breaker::BreakerRow;
+use jadpo_core::rules::{Decision, Failure, Outcome, Record};
+use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
+use rusqlite::{Transaction, TransactionBehavior};
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A store with one pending delivery (id 1), due at `T0`.
+fn store() -> SqliteStore {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let event = NewEvent {
+        name: "Paid".into(),
+        payload: "{}".into(),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+    };
+    store.emit(&[event], T0).expect("emit");
+    store
+}
+
+/// Run `f` in a write transaction, committed.
+fn write<T>(store: &SqliteStore, f: impl FnOnce(&Transaction<'_>) -> T) -> T {
+    let mut conn = store.lock();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+    let out = f(&tx);
+    tx.commit().expect("commit");
+    out
+}
+
+/// Change the row behind the store's back, as another process would.
+fn meddle(store: &SqliteStore, sql: &str) {
+    store.lock().execute_batch(sql).expect("meddle");
+}
+
+fn row(store: &SqliteStore) -> (String, i64, Option<i64>) {
+    store
+        .lock()
+        .query_row("SELECT state, attempts, due_at FROM jadpo_deliveries WHERE id = 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("row")
+}
+
+const PENDING: Seen = Seen { id: 1, state: DeliveryState::Pending, attempts: 0, due_at: Some(T0) };
+
+/// The four decisions a claim writes on a pending row read as [`PENDING`]: hold,
+/// handled, run, give up.
+fn decisions(failure: &Failure) -> [ClaimDecision; 4] {
+    [
+        ClaimDecision::Hold { lease_expired: false, failure: Some(failure.clone()) },
+        ClaimDecision::Handled,
+        ClaimDecision::Run { attempt: 1, lease_until_ms: T0 + 31_000, lease_expired: false, failure: None },
+        ClaimDecision::GiveUp {
+            failure: failure.clone(),
+            because: jadpo_core::rules::FailedBecause::PastWindow,
+            lease_expired: false,
+        },
+    ]
+}
+
+/// The claim's statement for `decision` on the row read as [`PENDING`].
+fn claim_write(tx: &Transaction<'_>, decision: &ClaimDecision) -> bool {
+    let write = RowWrite::of(decision, PENDING.attempts).expect("a decision that writes");
+    claims::apply(tx, PENDING, "c", &write, T0).expect("statement")
+}
+
+#[test]
+fn a_claim_statement_on_a_row_changed_since_changes_nothing() {
+    let failure = Failure::new("fake.unavailable", FailureKind::Unavailable);
+    // Each of the claim's statements, on a row whose due time another process
+    // moved, whose state it changed, and whose attempts it counted.
+    let stale = [
+        "UPDATE jadpo_deliveries SET due_at = due_at + 1",
+        "UPDATE jadpo_deliveries SET state = 'running'",
+        "UPDATE jadpo_deliveries SET attempts = 1",
+    ];
+    for meddling in stale {
+        for decision in decisions(&failure) {
+            let s = store();
+            meddle(&s, meddling);
+            let before = row(&s);
+            assert!(!write(&s, |tx| claim_write(tx, &decision)), "{decision:?} after `{meddling}`");
+            assert_eq!(row(&s), before, "{decision:?} after `{meddling}`");
+        }
+    }
+    // As read, each takes the row.
+    for decision in decisions(&failure) {
+        let s = store();
+        assert!(write(&s, |tx| claim_write(tx, &decision)), "{decision:?} on the row as read");
+    }
+}
+
+fn recorded(claimed_at: i64) -> Recorded {
+    Recorded {
+        id: 1,
+        connection: "c".into(),
+        attempt: 1,
+        started_at_ms: claimed_at,
+        ended_at_ms: claimed_at + 5,
+        outcome: Outcome::ok(),
+        decision: Decision::Succeeded,
+    }
+}
+
+#[test]
+fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
+    let s = store();
+    let run = ClaimDecision::Run { attempt: 1, lease_until_ms: T0 + 31_000, lease_expired: false, failure: None };
+    assert!(write(&s, |tx| claim_write(tx, &run)));
+    // Another process took the ended lease: same attempt number, a later claim.
+    meddle(&s, "UPDATE jadpo_deliveries SET claimed_at = claimed_at + 40000");
+    assert_eq!(s.record(&[recorded(T0)]).expect("record"), Vec::<usize>::new());
+    assert_eq!(row(&s).0, "running");
+    let attempts: i64 = s.lock().query_row("SELECT count(*) FROM jadpo_attempts", [], |r| r.get(0)).expect("count");
+    assert_eq!(attempts, 0, "no attempt row for an outcome that was not written");
+    assert!(!write(&s, |tx| outcomes::conclude(tx, &recorded(T0))).expect("conclude"));
+    assert!(write(&s, |tx| outcomes::conclude(tx, &recorded(T0 + 40_000))).expect("conclude"));
+}
+
+#[test]
+fn an_operator_retry_of_a_row_changed_since_changes_nothing() {
+    let s = store();
+    meddle(&s, "UPDATE jadpo_deliveries SET state = 'failed', attempts = 3");
+    let fresh = Record::new(T0 + 10);
+    // Read as failed; another operator's retry made it pending meanwhile.
+    meddle(&s, "UPDATE jadpo_deliveries SET state = 'pending', attempts = 0");
+    assert!(!write(&s, |tx| outcomes::retry_one(tx, 1, "failed", &fresh)).expect("retry"));
+    meddle(&s, "UPDATE jadpo_deliveries SET state = 'failed', attempts = 3");
+    assert!(write(&s, |tx| outcomes::retry_one(tx, 1, "failed", &fresh)).expect("retry"));
+}
+
+#[test]
+fn a_breaker_row_changed_since_it_was_read_is_not_overwritten() {
+    let s = store();
+    let closed = BreakerRow::default();
+    let failing = BreakerRow { failures_in_a_row: 1, ..BreakerRow::default() };
+    // The first write of a row: only one process inserts it.
+    assert!(write(&s, |tx| breakers::write_breaker(tx, "c", None, &failing, T0)).expect("insert"));
+    assert!(!write(&s, |tx| breakers::write_breaker(tx, "c", None, &failing, T0)).expect("insert"));
+    // An update from a row read before that insert's count: nothing.
+    let two = BreakerRow { failures_in_a_row: 2, ..BreakerRow::default() };
+    assert!(!write(&s, |tx| breakers::write_breaker(tx, "c", Some(&closed), &two, T0)).expect("update"));
+    // Each guarded column, changed behind the reader's back.
+    for meddling in [
+        "UPDATE jadpo_circuit_breakers SET state = 'open'",
+        "UPDATE jadpo_circuit_breakers SET opened_at = 1",
+        "UPDATE jadpo_circuit_breakers SET probe_delivery = 9",
+        "UPDATE jadpo_circuit_breakers SET alerts = 1",
+        // An operator's pause: a probe decided before it must not go.
+        "UPDATE jadpo_circuit_breakers SET paused_at = 1",
+    ] {
+        meddle(
+            &s,
+            "UPDATE jadpo_circuit_breakers SET state = 'closed', failures_in_a_row = 1, opened_at = NULL, \
+                    probe_delivery = NULL, alerts = 0, paused_at = NULL",
+        );
+        meddle(&s, meddling);
+        assert!(
+            !write(&s, |tx| breakers::write_breaker(tx, "c", Some(&failing), &two, T0)).expect("update"),
+            "{meddling}"
+        );
+    }
+    meddle(
+        &s,
+        "UPDATE jadpo_circuit_breakers SET state = 'closed', failures_in_a_row = 1, opened_at = NULL, \
+                probe_delivery = NULL, alerts = 0, paused_at = NULL",
+    );
+    assert!(write(&s, |tx| breakers::write_breaker(tx, "c", Some(&failing), &two, T0)).expect("update"));
+    let state: String =
+        s.lock().query_row("SELECT state FROM jadpo_circuit_breakers", [], |r| r.get(0)).expect("state");
+    assert_eq!(state, BreakerState::Closed.as_str());
+}
+
+#[test]
+fn a_release_of_a_row_held_again_since_changes_nothing() {
+    let s = store();
+    assert!(write(&s, |tx| claim_write(tx, &ClaimDecision::Hold { lease_expired: false, failure: None })));
+    // Released and held again by others since it was read as held from T0.
+    meddle(&s, "UPDATE jadpo_deliveries SET held_since = held_since + 5000");
+    assert!(!write(&s, |tx| breakers::release_one(tx, 1, 0, Some(T0), T0 + 60_000)).expect("release"));
+    assert_eq!(row(&s).0, DeliveryState::Held.as_str());
+    assert!(write(&s, |tx| breakers::release_one(tx, 1, 0, Some(T0 + 5_000), T0 + 60_000)).expect("release"));
+    let held_ms: i64 = s.lock().query_row("SELECT held_ms FROM jadpo_deliveries", [], |r| r.get(0)).expect("held");
+    assert_eq!(held_ms, 55_000);
+}
+
+#[test]
+fn a_schedule_run_taken_or_ended_by_another_changes_nothing() {
+    let s = store();
+    let spec = jadpo_core::store::ScheduleSpec { name: "nightly".into(), every_ms: 60_000, timeout_ms: 1_000 };
+    s.sync_schedules(std::slice::from_ref(&spec), T0).expect("sync");
+    // Read as due at T0 + 60s; another process took that run since.
+    meddle(&s, "UPDATE jadpo_schedules SET due_at = due_at + 60000, runs = 1");
+    assert!(!write(&s, |tx| schedules::take_run(tx, "nightly", T0 + 60_000, T0 + 120_000, T0 + 60_000)).expect("take"));
+    // Run 1's end after run 2 was taken: not written.
+    meddle(&s, "UPDATE jadpo_schedules SET runs = 2");
+    assert!(!s.record_schedule("nightly", 1, T0 + 70_000, None).expect("record"));
+    assert!(s.record_schedule("nightly", 2, T0 + 70_000, None).expect("record"));
+}
