@@ -2,6 +2,7 @@
 //! outcome's count that loses a race is read again and counted again.
 
 use super::builtin::alerted;
+use super::unnest::Columns;
 use super::{RowOf, StoreError, col, count_of, pg_error, q};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
@@ -171,21 +172,28 @@ pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_m
     if rows.is_empty() {
         return Ok(0);
     }
-    let id: Vec<i64> = rows.iter().map(|r| r.id).collect();
-    let seen_held_ms: Vec<i64> = rows.iter().map(|r| r.held_ms).collect();
-    let seen_since: Vec<Option<i64>> = rows.iter().map(|r| r.held_since).collect();
-    let after: Vec<i64> = rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since, now_ms)).collect();
+    let mut u = Columns::default();
+    u.add("id", "bigint", rows.iter().map(|r| r.id).collect::<Vec<i64>>())
+        .add("held_ms", "bigint", rows.iter().map(|r| r.held_ms).collect::<Vec<i64>>())
+        .add("since", "bigint", rows.iter().map(|r| r.held_since).collect::<Vec<Option<i64>>>())
+        .add(
+            "after",
+            "bigint",
+            rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since, now_ms)).collect::<Vec<i64>>(),
+        );
     let n = tx
         .execute(
             &q(
-                "UPDATE {s}.deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
-                 held_since = NULL, held_connection = NULL \
-                 FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(id, held_ms, since, after) \
-                 WHERE d.id = u.id AND d.state = 'held' AND d.held_ms = u.held_ms \
-                 AND d.held_since IS NOT DISTINCT FROM u.since",
+                &format!(
+                    "UPDATE {{s}}.deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
+                     held_since = NULL, held_connection = NULL FROM {} \
+                     WHERE d.id = u.id AND d.state = 'held' AND d.held_ms = u.held_ms \
+                     AND d.held_since IS NOT DISTINCT FROM u.since",
+                    u.rows_clause(2)
+                ),
                 s,
             ),
-            &[&now_ms, &id, &seen_held_ms, &seen_since, &after],
+            &u.params_after(&[&now_ms]),
         )
         .map_err(pg_error)?;
     Ok(n)

@@ -2,6 +2,7 @@
 //! change that raises them (a claim that gives a delivery up, a recorded outcome,
 //! a breaker that closes, an outage's alert), once its guarded statement matched.
 
+use super::unnest::Columns;
 use super::{StoreError, col, pg_error, q};
 use jadpo_core::store::{BreakerAlert, EndedDelivery, NewDelivery, NewEvent, Raise};
 use postgres::Transaction;
@@ -35,20 +36,26 @@ pub(super) fn insert_events_of(
     // bulk inserts.
     let ids = next_ids(tx, s, "events", events.len())?;
     let batch = DeliveryIds::of(tx, s, events.iter().map(|(e, _)| e.deliveries.as_slice()).collect())?;
-    let names: Vec<&str> = events.iter().map(|(e, _)| e.name.as_str()).collect();
-    let payloads: Vec<&str> = events.iter().map(|(e, _)| e.payload.as_str()).collect();
-    let replay_of: Vec<Option<i64>> = events.iter().map(|(_, of)| *of).collect();
+    let mut u = Columns::default();
+    u.add("id", "bigint", ids.as_slice())
+        .add("name", "text", events.iter().map(|(e, _)| e.name.as_str()).collect::<Vec<&str>>())
+        .add("payload", "text", events.iter().map(|(e, _)| e.payload.as_str()).collect::<Vec<&str>>())
+        .add("replay_of", "bigint", events.iter().map(|(_, of)| *of).collect::<Vec<Option<i64>>>())
+        .add("lo", "bigint", batch.lo.as_slice())
+        .add("hi", "bigint", batch.hi.as_slice());
     tx.execute(
         &q(
-            "INSERT INTO {s}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
-             SELECT id, name, payload, $4::bigint, replay_of, ($6::bigint[])[lo:hi] \
-             FROM unnest($1::bigint[], $2::text[], $3::text[], $5::bigint[], $7::bigint[], $8::bigint[]) \
-             AS u(id, name, payload, replay_of, lo, hi)",
+            &format!(
+                "INSERT INTO {{s}}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
+                 SELECT id, name, payload, $1::bigint, replay_of, ($2::bigint[])[lo:hi] FROM {}",
+                u.rows_clause(3)
+            ),
             s,
         ),
-        &[&ids, &names, &payloads, &now_ms, &replay_of, &batch.ids, &batch.lo, &batch.hi],
+        &u.params_after(&[&now_ms, &batch.ids]),
     )
     .map_err(pg_error)?;
+    drop(u);
     batch.insert(tx, s, &ids, |_| true, now_ms)?;
     Ok(ids)
 }
@@ -111,31 +118,35 @@ impl<'a> DeliveryIds<'a> {
         keep: impl Fn(i64) -> bool,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let (mut ids, mut event_ids, mut subscribers, mut connections) = (vec![], vec![], vec![], vec![]);
         let mut next = self.ids.iter();
+        let mut kept: Vec<(i64, i64, &NewDelivery)> = Vec::new();
         for (&event, deliveries) in events.iter().zip(&self.made) {
             for (d, &id) in deliveries.iter().zip(next.by_ref()) {
                 if keep(event) {
-                    ids.push(id);
-                    event_ids.push(event);
-                    subscribers.push(d.subscriber.as_str());
-                    connections.push(d.connection.as_str());
+                    kept.push((id, event, d));
                 }
             }
         }
-        if ids.is_empty() {
+        if kept.is_empty() {
             return Ok(());
         }
+        let mut u = Columns::default();
+        u.add("id", "bigint", kept.iter().map(|k| k.0).collect::<Vec<i64>>())
+            .add("event_id", "bigint", kept.iter().map(|k| k.1).collect::<Vec<i64>>())
+            .add("subscriber", "text", kept.iter().map(|k| k.2.subscriber.as_str()).collect::<Vec<&str>>())
+            .add("connection", "text", kept.iter().map(|k| k.2.connection.as_str()).collect::<Vec<&str>>());
         tx.execute(
             &q(
-                "INSERT INTO {s}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
-                 budget_start, held_ms, created_at) \
-                 SELECT id, event_id, subscriber, connection, 'pending', 0, $5::bigint, $5::bigint, 0, $5::bigint \
-                 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) \
-                 AS u(id, event_id, subscriber, connection)",
+                &format!(
+                    "INSERT INTO {{s}}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+                     budget_start, held_ms, created_at) \
+                     SELECT id, event_id, subscriber, connection, 'pending', 0, $1::bigint, $1::bigint, 0, $1::bigint \
+                     FROM {}",
+                    u.rows_clause(2)
+                ),
                 s,
             ),
-            &[&ids, &event_ids, &subscribers, &connections, &now_ms],
+            &u.params_after(&[&now_ms]),
         )
         .map_err(pg_error)?;
         Ok(())

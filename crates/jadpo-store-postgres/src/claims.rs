@@ -193,14 +193,12 @@ pub(super) fn apply_all<'a>(
              WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
              AND d.due_at IS NOT DISTINCT FROM u.seen_due \
              RETURNING u.i",
-            columns.from_clause(2)
+            columns.rows_clause(2)
         ),
         s,
     );
     let statement = prepared.get(tx, sql)?;
-    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&now_ms];
-    params.extend(columns.params());
-    let written = tx.query(&statement, &params).map_err(pg_error)?;
+    let written = tx.query(&statement, &columns.params_after(&[&now_ms])).map_err(pg_error)?;
     let mut out = Vec::with_capacity(written.len());
     for r in &written {
         let i: i64 = col(r, "i")?;

@@ -4,6 +4,7 @@
 
 use super::builtin::{DeliveryIds, insert_events_of};
 use super::reads::{VIEW_COLUMNS, view_of};
+use super::unnest::Columns;
 use super::{StoreError, col, pg_error, q, state_of};
 use jadpo_core::store::{
     DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
@@ -111,29 +112,34 @@ pub(super) fn write_expansions(
         .collect();
     let batch = DeliveryIds::of(tx, s, made)?;
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
-    let (codes, reasons): (Vec<Option<&str>>, Vec<Option<&str>>) = decided
-        .iter()
-        .map(|d| match d {
-            Expansion::Deliveries(_) => (None, None),
-            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
-        })
-        .unzip();
+    let mut u = Columns::default();
+    u.add("id", "bigint", ids.as_slice())
+        .add("code", "text", decided.iter().map(|d| invalid(d).map(|(code, _)| code)).collect::<Vec<Option<&str>>>())
+        .add(
+            "reason",
+            "text",
+            decided.iter().map(|d| invalid(d).map(|(_, reason)| reason)).collect::<Vec<Option<&str>>>(),
+        )
+        .add("lo", "bigint", batch.lo.as_slice())
+        .add("hi", "bigint", batch.hi.as_slice());
     let marked = tx
         .query(
             &q(
-                "UPDATE {s}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
-                 delivery_ids = ($1::bigint[])[u.lo:u.hi] \
-                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) \
-                 AS u(id, code, reason, lo, hi) \
-                 WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
+                &format!(
+                    "UPDATE {{s}}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
+                     delivery_ids = ($1::bigint[])[u.lo:u.hi] FROM {} \
+                     WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
+                    u.rows_clause(2)
+                ),
                 s,
             ),
-            &[&batch.ids, &ids, &codes, &reasons, &batch.lo, &batch.hi],
+            &u.params_after(&[&batch.ids]),
         )
         .map_err(pg_error)?
         .iter()
         .map(|r| col::<i64>(r, "id"))
         .collect::<Result<HashSet<i64>, _>>()?;
+    drop(u);
     batch.insert(tx, s, &ids, |event| marked.contains(&event), now_ms)?;
     let mut report = ExpandReport::default();
     for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
@@ -214,4 +220,12 @@ pub(super) fn counts(c: &mut Client, s: &str) -> Result<EventCounts, StoreError>
         unexpanded: u64::try_from(col::<i64>(&row, "unexpanded")?).unwrap_or(0),
         by_name,
     })
+}
+
+/// An invalid event's code and reason.
+fn invalid(decided: &Expansion) -> Option<(&str, &str)> {
+    match decided {
+        Expansion::Deliveries(_) => None,
+        Expansion::Invalid { code, reason } => Some((code.as_str(), reason.as_str())),
+    }
 }

@@ -3,6 +3,7 @@
 
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
+use super::unnest::Columns;
 use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, q, state_of};
 use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
@@ -37,19 +38,28 @@ pub(super) fn insert_lost_attempts(
         return Ok(());
     }
     let f = Failure::lease_expired();
-    let delivery: Vec<i64> = lost.iter().map(|l| l.delivery).collect();
-    let attempt: Vec<i64> = lost.iter().map(|l| i64::from(l.attempt)).collect();
-    let started: Vec<i64> = lost.iter().map(|l| l.started_at_ms).collect();
-    let duration: Vec<i64> = lost.iter().map(|l| now_ms.saturating_sub(l.started_at_ms).max(0)).collect();
+    let mut u = Columns::default();
+    // Inserted in the claim's order (`n`), so that attempt rows' ids follow it.
+    u.add("n", "bigint", (0..lost.len()).map(|n| n as i64).collect::<Vec<i64>>())
+        .add("delivery", "bigint", lost.iter().map(|l| l.delivery).collect::<Vec<i64>>())
+        .add("attempt", "bigint", lost.iter().map(|l| i64::from(l.attempt)).collect::<Vec<i64>>())
+        .add("started", "bigint", lost.iter().map(|l| l.started_at_ms).collect::<Vec<i64>>())
+        .add(
+            "duration",
+            "bigint",
+            lost.iter().map(|l| now_ms.saturating_sub(l.started_at_ms).max(0)).collect::<Vec<i64>>(),
+        );
     tx.execute(
         &q(
-            "INSERT INTO {s}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, reason) \
-             SELECT delivery, attempt, started, duration, 'failed', $5::text, $6::text, $7::text \
-             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) WITH ORDINALITY \
-             AS u(delivery, attempt, started, duration, n) ORDER BY n",
+            &format!(
+                "INSERT INTO {{s}}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
+                 reason) SELECT delivery, attempt, started, duration, 'failed', $1::text, $2::text, $3::text \
+                 FROM {} ORDER BY n",
+                u.rows_clause(4)
+            ),
             s,
         ),
-        &[&delivery, &attempt, &started, &duration, &f.code.as_str(), &f.kind.as_str(), &f.reason.as_deref()],
+        &u.params_after(&[&f.code.as_str(), &f.kind.as_str(), &f.reason.as_deref()]),
     )
     .map_err(pg_error)?;
     Ok(())
@@ -66,90 +76,77 @@ pub(super) fn conclude_all(
     s: &str,
     outcomes: &[Recorded],
 ) -> Result<Vec<usize>, StoreError> {
-    let n = outcomes.len();
-    let (mut idx, mut id, mut attempt, mut started) = (vec![], vec![], vec![], vec![]);
-    let (mut state, mut due_at, mut code, mut kind, mut reason, mut end_reason) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut ended, mut duration, mut outcome, mut a_code, mut a_kind, mut http, mut a_reason, mut handled) =
-        (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     let failures: Vec<Option<Failure>> = outcomes.iter().map(|r| r.outcome.failure()).collect();
-    // The guard's state as a value rather than a constant: a constant would let
-    // the planner walk the partial index of running rows (with every row a
-    // finished attempt left in it until a vacuum) instead of reaching each row
-    // by its id.
-    let running = vec!["running"; n];
-    for (i, (r, tried)) in outcomes.iter().zip(&failures).enumerate() {
-        let f = r.decision.failure();
-        idx.push(i as i64);
-        id.push(r.id);
-        attempt.push(i64::from(r.attempt));
-        started.push(r.started_at_ms);
-        state.push(r.decision.state().as_str());
-        due_at.push(r.decision.due_at_ms());
-        code.push(f.map(|f| f.code.as_str()));
-        kind.push(f.map(|f| f.kind.as_str()));
-        reason.push(f.and_then(|f| f.reason.as_deref()));
-        end_reason.push(end_reason_after_attempt(&r.decision));
-        ended.push(r.ended_at_ms);
-        duration.push(r.ended_at_ms.saturating_sub(r.started_at_ms).max(0));
-        outcome.push(if tried.is_some() { "failed" } else { "succeeded" });
-        a_code.push(tried.as_ref().map(|f| f.code.as_str()));
-        a_kind.push(tried.as_ref().map(|f| f.kind.as_str()));
-        http.push(r.outcome.http_status().map(i64::from));
-        a_reason.push(tried.as_ref().and_then(|f| f.reason.as_deref()));
-        handled.push(matches!(r.decision, Decision::Succeeded));
-    }
+    let decided: Vec<Option<&Failure>> = outcomes.iter().map(|r| r.decision.failure()).collect();
+    let mut u = Columns::default();
+    u.add("i", "bigint", (0..outcomes.len()).map(|i| i as i64).collect::<Vec<i64>>())
+        .add("id", "bigint", outcomes.iter().map(|r| r.id).collect::<Vec<i64>>())
+        .add("attempt", "bigint", outcomes.iter().map(|r| i64::from(r.attempt)).collect::<Vec<i64>>())
+        .add("started_at", "bigint", outcomes.iter().map(|r| r.started_at_ms).collect::<Vec<i64>>())
+        .add("state", "text", outcomes.iter().map(|r| r.decision.state().as_str()).collect::<Vec<&str>>())
+        .add("due_at", "bigint", outcomes.iter().map(|r| r.decision.due_at_ms()).collect::<Vec<Option<i64>>>())
+        .add("code", "text", decided.iter().map(|f| f.map(|f| f.code.as_str())).collect::<Vec<_>>())
+        .add("kind", "text", decided.iter().map(|f| f.map(|f| f.kind.as_str())).collect::<Vec<_>>())
+        .add("reason", "text", decided.iter().map(|f| f.and_then(|f| f.reason.as_deref())).collect::<Vec<_>>())
+        .add("end_reason", "text", outcomes.iter().map(|r| end_reason_after_attempt(&r.decision)).collect::<Vec<_>>())
+        .add("ended_at", "bigint", outcomes.iter().map(|r| r.ended_at_ms).collect::<Vec<i64>>())
+        .add(
+            "duration_ms",
+            "bigint",
+            outcomes.iter().map(|r| r.ended_at_ms.saturating_sub(r.started_at_ms).max(0)).collect::<Vec<i64>>(),
+        )
+        .add(
+            "outcome",
+            "text",
+            failures.iter().map(|f| if f.is_some() { "failed" } else { "succeeded" }).collect::<Vec<&str>>(),
+        )
+        .add("a_code", "text", failures.iter().map(|f| f.as_ref().map(|f| f.code.as_str())).collect::<Vec<_>>())
+        .add("a_kind", "text", failures.iter().map(|f| f.as_ref().map(|f| f.kind.as_str())).collect::<Vec<_>>())
+        .add(
+            "http_status",
+            "bigint",
+            outcomes.iter().map(|r| r.outcome.http_status().map(i64::from)).collect::<Vec<_>>(),
+        )
+        .add(
+            "a_reason",
+            "text",
+            failures.iter().map(|f| f.as_ref().and_then(|f| f.reason.as_deref())).collect::<Vec<_>>(),
+        )
+        .add(
+            "handled",
+            "bool",
+            outcomes.iter().map(|r| matches!(r.decision, Decision::Succeeded)).collect::<Vec<bool>>(),
+        )
+        // The guard's state as a value rather than a constant: a constant would
+        // let the planner walk the partial index of running rows (with every row a
+        // finished attempt left in it until a vacuum) instead of reaching each row
+        // by its id.
+        .add("running", "text", vec!["running"; outcomes.len()]);
     let sql = q(
-        "WITH done AS (UPDATE {s}.deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
-         last_code = COALESCE(u.code, d.last_code), last_kind = COALESCE(u.kind, d.last_kind), \
-         last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason, \
-         handled_at = COALESCE(d.handled_at, CASE WHEN u.handled THEN u.ended_at END) \
-         FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], \
-         $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::text[], \
-         $15::text[], $16::bigint[], $17::text[], $18::bool[], $19::text[]) AS u(i, id, attempt, started_at, state, due_at, \
-         code, kind, reason, end_reason, ended_at, duration_ms, outcome, a_code, a_kind, http_status, a_reason, \
-         handled, running) \
-         WHERE d.id = u.id AND d.state = u.running AND d.attempts = u.attempt AND d.claimed_at = u.started_at \
-         RETURNING u.i, u.id, u.attempt, u.started_at, u.duration_ms, u.outcome, u.a_code, u.a_kind, \
-         u.http_status, u.a_reason), \
-         tried AS (INSERT INTO {s}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
-         http_status, reason) SELECT id, attempt, started_at, duration_ms, outcome, a_code, a_kind, http_status, \
-         a_reason FROM done) \
-         SELECT i FROM done",
+        &format!(
+            "WITH done AS (UPDATE {{s}}.deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
+             last_code = COALESCE(u.code, d.last_code), last_kind = COALESCE(u.kind, d.last_kind), \
+             last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason, \
+             handled_at = COALESCE(d.handled_at, CASE WHEN u.handled THEN u.ended_at END) \
+             FROM {} \
+             WHERE d.id = u.id AND d.state = u.running AND d.attempts = u.attempt AND d.claimed_at = u.started_at \
+             RETURNING u.i, u.id, u.attempt, u.started_at, u.duration_ms, u.outcome, u.a_code, u.a_kind, \
+             u.http_status, u.a_reason), \
+             tried AS (INSERT INTO {{s}}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
+             http_status, reason) SELECT id, attempt, started_at, duration_ms, outcome, a_code, a_kind, http_status, \
+             a_reason FROM done) \
+             SELECT i FROM done",
+            u.rows_clause(1)
+        ),
         s,
     );
     let statement = prepared.get(tx, sql)?;
-    let rows = tx
-        .query(
-            &statement,
-            &[
-                &idx,
-                &id,
-                &attempt,
-                &started,
-                &state,
-                &due_at,
-                &code,
-                &kind,
-                &reason,
-                &end_reason,
-                &ended,
-                &duration,
-                &outcome,
-                &a_code,
-                &a_kind,
-                &http,
-                &a_reason,
-                &handled,
-                &running,
-            ],
-        )
-        .map_err(pg_error)?;
+    let rows = tx.query(&statement, &u.params_after(&[])).map_err(pg_error)?;
     let mut written = Vec::with_capacity(rows.len());
     for r in &rows {
         let i: i64 = col(r, "i")?;
         match usize::try_from(i) {
-            Ok(i) if i < n => written.push(i),
+            Ok(i) if i < outcomes.len() => written.push(i),
             _ => return Err(StoreError::Corrupt(format!("outcome index `{i}`"))),
         }
     }

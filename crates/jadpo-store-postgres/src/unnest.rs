@@ -14,12 +14,12 @@ pub(crate) struct Columns<'a> {
 
 impl<'a> Columns<'a> {
     /// Add the column `name` of SQL type `sql_type` (its elements' type:
-    /// `bigint`, `text`, `bool`) with one value per row.
-    pub(crate) fn add<T: ToSql + Sync + 'a>(
+    /// `bigint`, `text`, `bool`) with one value per row: a `Vec` or a slice.
+    pub(crate) fn add(
         &mut self,
         name: &'static str,
         sql_type: &'static str,
-        values: Vec<T>,
+        values: impl ToSql + Sync + 'a,
     ) -> &mut Self {
         self.names.push(name);
         self.types.push(sql_type);
@@ -29,14 +29,17 @@ impl<'a> Columns<'a> {
 
     /// The statement's row source, its parameters numbered from `first`:
     /// `unnest($2::bigint[], $3::text[]) AS u(id, state)`.
-    pub(crate) fn from_clause(&self, first: usize) -> String {
+    pub(crate) fn rows_clause(&self, first: usize) -> String {
         let arrays: Vec<String> =
             self.types.iter().enumerate().map(|(i, t)| format!("${}::{t}[]", first + i)).collect();
         format!("unnest({}) AS u({})", arrays.join(", "), self.names.join(", "))
     }
 
-    /// The columns as the statement's parameters, in order.
-    pub(crate) fn params(&self) -> impl Iterator<Item = &(dyn ToSql + Sync)> {
-        self.values.iter().map(|v| &**v as &(dyn ToSql + Sync))
+    /// The statement's parameters: `first` (its `$1`, `$2`, ...), then the
+    /// columns, which [`Columns::rows_clause`] numbers on from `first.len() + 1`.
+    pub(crate) fn params_after<'p>(&'p self, first: &[&'p (dyn ToSql + Sync)]) -> Vec<&'p (dyn ToSql + Sync)> {
+        let mut params = first.to_vec();
+        params.extend(self.values.iter().map(|v| &**v as &(dyn ToSql + Sync)));
+        params
     }
 }
