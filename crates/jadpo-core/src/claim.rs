@@ -314,3 +314,173 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
     }
     settled
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jadpo_check::program::BreakerState;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    /// Breaker rows as a store keeps them, counting reads; a probe's write is lost
+    /// when `lose_writes` (another process took the probe first).
+    #[derive(Default)]
+    struct Rows {
+        rows: HashMap<String, BreakerRow>,
+        reads: Vec<String>,
+        lose_writes: bool,
+    }
+
+    impl BreakerRows for Rows {
+        type Error = ();
+
+        fn read(&mut self, connection: &str) -> Result<Option<BreakerRow>, ()> {
+            self.reads.push(connection.to_string());
+            Ok(self.rows.get(connection).cloned())
+        }
+
+        fn write(&mut self, connection: &str, seen: Option<&BreakerRow>, next: &BreakerRow) -> Result<bool, ()> {
+            if self.lose_writes || self.rows.get(connection) != seen {
+                return Ok(false);
+            }
+            self.rows.insert(connection.to_string(), next.clone());
+            Ok(true)
+        }
+    }
+
+    fn row(id: i64, connection: &str, state: DeliveryState) -> ClaimRow {
+        let mut record = Record::new(T0);
+        record.state = state;
+        if state == DeliveryState::Running {
+            record.attempts = 1;
+            record.due_at_ms = None;
+            record.lease_until_ms = Some(T0);
+        }
+        ClaimRow {
+            candidate: ClaimCandidate {
+                id,
+                subscriber: "rec".into(),
+                connection: connection.into(),
+                record,
+                handled: false,
+                breaker: BreakerRow::default(),
+            },
+            due_at: Some(T0),
+            claimed_at: Some(T0 - 30_000),
+            event_id: id,
+            event: "Paid".into(),
+            payload: "{}".into(),
+        }
+    }
+
+    fn run(attempt: u32, lease_expired: bool) -> ClaimDecision {
+        ClaimDecision::Run { attempt, lease_until_ms: T0 + 31_000, lease_expired, failure: None }
+    }
+
+    /// The core's claim with the breaker's rule, as the steps decide.
+    fn decide(c: &ClaimCandidate) -> ClaimVerdict {
+        let lease_expired = c.record.state == DeliveryState::Running;
+        crate::rules::breaker::decide_at_claim(run(c.record.attempts + 1, lease_expired), &c.breaker, c.id, T0)
+    }
+
+    #[test]
+    fn each_connection_s_breaker_is_read_once_and_each_row_gets_it() {
+        let open = BreakerRow { state: BreakerState::Open, failures_in_a_row: 5, ..BreakerRow::default() };
+        let mut breakers = Rows::default();
+        breakers.rows.insert("down".into(), open.clone());
+        let mut rows = vec![
+            row(1, "up", DeliveryState::Pending),
+            row(2, "down", DeliveryState::Pending),
+            row(3, "up", DeliveryState::Pending),
+        ];
+        let mut seen = Vec::new();
+        let plan = plan(&mut rows, &mut breakers, &mut |c| {
+            seen.push((c.id, c.breaker.clone()));
+            (ClaimDecision::Skip, None)
+        })
+        .expect("plan");
+        assert_eq!(breakers.reads, ["up", "down"]);
+        assert_eq!(seen, [(1, BreakerRow::default()), (2, open), (3, BreakerRow::default())]);
+        assert!(plan.changes.is_empty());
+        assert_eq!(plan.left, [0, 1, 2], "rows the core skips are left for a later claim");
+    }
+
+    #[test]
+    fn a_probe_holds_the_rest_of_its_connection_and_a_lost_probe_is_held() {
+        // A breaker open long enough that a claim's delivery becomes its probe.
+        let open = BreakerRow {
+            state: BreakerState::Open,
+            failures_in_a_row: 5,
+            opened_at_ms: Some(T0 - 3_600_000),
+            pause_ms: 30_000,
+            ..BreakerRow::default()
+        };
+        for lose in [false, true] {
+            let mut breakers = Rows { lose_writes: lose, ..Rows::default() };
+            breakers.rows.insert("c".into(), open.clone());
+            let mut rows = vec![row(1, "c", DeliveryState::Pending), row(2, "c", DeliveryState::Pending)];
+            let plan = plan(&mut rows, &mut breakers, &mut decide).expect("plan");
+            let states: Vec<DeliveryState> = plan.changes.iter().map(|c| c.write.state).collect();
+            let expected = if lose {
+                // Another process took the probe: this claim holds both.
+                [DeliveryState::Held, DeliveryState::Held]
+            } else {
+                [DeliveryState::Running, DeliveryState::Held]
+            };
+            assert_eq!(states, expected, "probe lost: {lose}");
+            assert_eq!(breakers.rows["c"].probe, (!lose).then_some(1), "probe lost: {lose}");
+        }
+    }
+
+    #[test]
+    fn what_each_decision_writes() {
+        let failure = Failure::lease_expired();
+        let hold = ClaimDecision::Hold { lease_expired: false, failure: Some(failure.clone()) };
+        let w = RowWrite::of(&hold, 2).expect("a hold writes");
+        assert_eq!((w.state, w.attempts, w.due_at, w.lease_until), (DeliveryState::Held, 2, None, None));
+        assert!(w.holds && !w.stamps_claim);
+        assert_eq!(w.failure, LastFailure::Set(Some(failure.clone())));
+        let w = RowWrite::of(&run(3, false), 2).expect("a run writes");
+        assert_eq!((w.state, w.attempts), (DeliveryState::Running, 3));
+        assert_eq!((w.due_at, w.lease_until), (Some(T0 + 31_000), Some(T0 + 31_000)), "a lease's end is its due time");
+        assert!(w.stamps_claim && !w.holds);
+        let w = RowWrite::of(&ClaimDecision::Handled, 2).expect("handled writes");
+        assert_eq!(
+            (w.state, w.failure.clone(), w.end_reason),
+            (DeliveryState::Succeeded, LastFailure::Kept, Some("handled"))
+        );
+        let give_up = ClaimDecision::GiveUp {
+            failure: failure.clone(),
+            because: crate::rules::FailedBecause::PastWindow,
+            lease_expired: false,
+        };
+        let w = RowWrite::of(&give_up, 2).expect("giving up writes");
+        assert_eq!((w.state, w.end_reason), (DeliveryState::Failed, Some("past_window")));
+        assert_eq!(RowWrite::of(&ClaimDecision::Skip, 2), None);
+    }
+
+    #[test]
+    fn only_written_rows_are_reported_with_their_lost_attempts_and_raises() {
+        let mut rows = vec![
+            row(1, "c", DeliveryState::Running),
+            row(2, "c", DeliveryState::Pending),
+            row(3, "c", DeliveryState::Pending),
+        ];
+        let give_up = |lease_expired| ClaimDecision::GiveUp {
+            failure: Failure::lease_expired(),
+            because: crate::rules::FailedBecause::PastWindow,
+            lease_expired,
+        };
+        let mut decisions = vec![(give_up(true), None), (run(1, false), None), (run(1, false), None)].into_iter();
+        let plan = plan(&mut rows, &mut Rows::default(), &mut |_| decisions.next().expect("a decision")).expect("plan");
+        // Row 3's statement did not match (another process took it).
+        let settled = settle(&rows, &plan, &[0, 1], T0);
+        assert_eq!(settled.report.run.iter().map(|c| c.id).collect::<Vec<_>>(), [2]);
+        assert_eq!(settled.report.ended.iter().map(|e| e.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(settled.lost, [LostAttempt { delivery: 1, attempt: 1, started_at_ms: T0 - 30_000 }]);
+        assert_eq!(settled.given_up.iter().map(|e| (e.id, e.attempts)).collect::<Vec<_>>(), [(1, 1)]);
+        let claimed = &settled.report.run[0];
+        assert_eq!((claimed.attempt, claimed.claimed_at_ms, claimed.due_at_ms), (1, T0, T0));
+        assert_eq!(claimed.record.lease_until_ms, Some(T0 + 31_000));
+    }
+}

@@ -1,6 +1,7 @@
 //! What the jadpo crates' tests share, written once: [`program`] (a checked
-//! program from text), [`PgDatabase`] (a fresh PostgreSQL database per test), and
-//! [`files_under`] (a folder's files, walked). A dev-dependency only.
+//! program from text), [`PgDatabase`] (a fresh PostgreSQL database per test),
+//! [`files_under`] (a folder's files, walked) and [`on_every_store!`] (a store
+//! suite's tests run on every store). A dev-dependency only.
 //!
 //! A test's failure is a panic here by design: these run only in tests.
 
@@ -92,4 +93,37 @@ pub fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Runs each named test of the calling module, a `fn NAME(&dyn Fixture)`, on every
+/// store: `mod sqlite` and `mod postgres` of `#[test]`s. The first argument is the
+/// path of the module whose `sqlite()` and `postgres()` give each store's fixture
+/// for one test (`None`: the store is not available here, and the fixture has
+/// said why; the test passes as skipped).
+///
+/// ```ignore
+/// jadpo_test_support::on_every_store!(crate::common::fixture; claims_take_due_rows, a_retry_is_fresh);
+/// ```
+#[macro_export]
+macro_rules! on_every_store {
+    ($fixtures:path; $($name:ident),* $(,)?) => {
+        mod sqlite {
+            use $fixtures as fixtures;
+            $crate::on_every_store!(@store sqlite; $($name),*);
+        }
+        mod postgres {
+            use $fixtures as fixtures;
+            $crate::on_every_store!(@store postgres; $($name),*);
+        }
+    };
+    (@store $store:ident; $($name:ident),*) => {
+        $(
+            #[test]
+            fn $name() {
+                if let Some(f) = fixtures::$store() {
+                    super::$name(&*f);
+                }
+            }
+        )*
+    };
 }

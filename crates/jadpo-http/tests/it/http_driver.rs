@@ -6,7 +6,6 @@ use crate::http_server;
 
 use http_server::{Provider, Received, Reply, refused_url};
 use jadpo_check::program::{FailureKind, Program};
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::drivers::{CallRequest, Driver, SendMark};
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{CallFailure, Outcome};
@@ -21,11 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 /// A checked program: connection `c` at `url` with `conn` added to its block,
 /// action `record` (with `action` added) and a subscriber whose run limit is
 /// `run_timeout`.
-fn program(url: &str, conn: &str, action: &str, run_timeout: &str) -> Program {
+fn program(url: &str, conn: &str, action: &str, run_timeout: &str) -> Arc<Program> {
     let text = http_server::program_text(url, conn, action, run_timeout);
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::Yes);
-    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
-    checked.program.expect("a program")
+    jadpo_test_support::program(&text)
 }
 
 fn no_env(_: &str) -> Option<OsString> {

@@ -9,7 +9,6 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use jadpo_check::program::{FailureKind, Program};
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::drivers::{CallRequest, Driver};
 use jadpo_core::rules::Outcome;
 use jadpo_http::client::{HttpClient, HttpDriver, HttpSetupError};
@@ -82,11 +81,9 @@ async fn tls_provider(server: &Pki, clients: Option<&Pki>) -> TlsProvider {
     TlsProvider { port, requests }
 }
 
-fn program(port: u16, tls: &str) -> Program {
+fn program(port: u16, tls: &str) -> Arc<Program> {
     let text = http_server::program_text(&format!("https://localhost:{port}"), tls, "", "30s");
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text }], Lower::Yes);
-    assert_eq!(checked.errors(), 0, "{:#?}", checked.diagnostics);
-    checked.program.expect("a program")
+    jadpo_test_support::program(&text)
 }
 
 fn no_env(_: &str) -> Option<OsString> {

@@ -185,7 +185,8 @@ fn the_alert_counts_what_the_outage_holds(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     two_processes_race_to_open_alert_probe_and_release,
     a_delivery_running_when_the_breaker_opened_closes_it_with_its_answer,
     a_lost_probe_is_lost_when_its_lease_ends,

@@ -253,7 +253,8 @@ fn a_breaker_that_closes_raises_connection_recovered_with_the_outage(f: &dyn Fix
 }
 
 // Each test above, on every store.
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     a_failed_delivery_raises_one_delivery_failed_with_its_fields,
     a_parked_delivery_raises_delivery_parked,
     a_delivery_given_up_at_its_claim_raises_delivery_failed,

@@ -174,7 +174,8 @@ fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     events_stored_together_each_show_their_own_deliveries,
     an_event_written_in_sql_is_expanded_once_or_kept_invalid,
     two_handles_never_expand_one_event_twice,

@@ -217,7 +217,8 @@ fn a_panicking_store_call_stops_the_run_as_an_internal_fault(f: &dyn Fixture) {
     assert_eq!((all[1].state, all[1].attempts), (DeliveryState::Pending, 0), "kept for the next run");
 }
 
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     a_panicking_call_stops_the_run_as_an_internal_fault,
     a_panicking_store_call_stops_the_run_as_an_internal_fault,
 );

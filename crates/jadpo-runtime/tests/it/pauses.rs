@@ -230,7 +230,8 @@ fn the_history_lists_every_pause_resume_and_end(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     the_history_lists_every_pause_resume_and_end,
     a_paused_connection_holds_everything_until_resumed,
     a_resume_counts_each_delivery_its_own_time_held,

@@ -133,4 +133,4 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
 }
 
 // Each test above, on every store.
-crate::common::on_every_store!(final_deliveries_older_than_the_cut_go_with_their_history,);
+jadpo_test_support::on_every_store!(crate::common::fixture; final_deliveries_older_than_the_cut_go_with_their_history,);

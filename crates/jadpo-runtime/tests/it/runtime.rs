@@ -4,7 +4,6 @@
 use crate::common;
 use crate::common::{ClaimHook, Hooked};
 use jadpo_check::program::{DeliveryState, FailureKind, Program};
-use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::clock::{BoxFuture, Clock, SystemClock, VirtualClock};
 use jadpo_core::config::RuntimeConfig;
 use jadpo_core::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
@@ -137,8 +136,7 @@ subscriber audit {
 /// connection (its `max_in_flight`) start before the rest are held.
 #[test]
 fn a_failing_connection_gets_five_attempts_plus_those_in_flight_before_the_rest_are_held() {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: TWO_CONNECTIONS.into() }], Lower::Yes);
-    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let program = jadpo_test_support::program(TWO_CONNECTIONS);
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let clock = Arc::new(VirtualClock::new(T0));
     let drivers: Vec<Arc<dyn Driver>> =
@@ -213,8 +211,7 @@ subscriber rec {
 /// their lease takes them back, recording `lease_expired`.
 #[test]
 fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: HANGING.into() }], Lower::Yes);
-    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let program = jadpo_test_support::program(HANGING);
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let events: Vec<NewEvent> = (0..2)
         .map(|i| NewEvent {
@@ -266,8 +263,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
 /// is kept.
 #[test]
 fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: HANGING.into() }], Lower::Yes);
-    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let program = jadpo_test_support::program(HANGING);
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let event = |i: usize| NewEvent {
         name: "Paid".into(),
@@ -416,8 +412,7 @@ subscriber rec {
 /// provider, be cut at once, and be made again by the retry.
 #[test]
 fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
-    let checked = check(&[SourceFile { name: "p.jadpo".into(), text: EIGHT_AT_ONCE.into() }], Lower::Yes);
-    let program = Arc::new(checked.program.unwrap_or_else(|| panic!("the program checks: {:?}", checked.diagnostics)));
+    let program = jadpo_test_support::program(EIGHT_AT_ONCE);
     let clock = Arc::new(JumpingClock::default());
     let sqlite = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let store = Arc::new(Hooked { inner: sqlite, hook: Interleave::default() });

@@ -460,7 +460,8 @@ fn a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing(f:
     }
 }
 
-crate::common::on_every_store!(
+jadpo_test_support::on_every_store!(
+    crate::common::fixture;
     a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing,
     emit_claim_and_record_a_success,
     a_retryable_failure_is_pending_again_with_its_failure_kept,

@@ -49,31 +49,6 @@ pub fn try_claim(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> R
     })
 }
 
-/// Runs each named test of the calling module, a `fn NAME(&dyn Fixture)`, on every
-/// store: `mod sqlite` and `mod postgres` of `#[test]`s (a store not available
-/// here skips, its fixture saying why).
-macro_rules! on_every_store {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $crate::common::on_every_store!(@store $crate::common::fixture::sqlite; $($name),*);
-        }
-        mod postgres {
-            $crate::common::on_every_store!(@store $crate::common::fixture::postgres; $($name),*);
-        }
-    };
-    (@store $fixture:path; $($name:ident),*) => {
-        $(
-            #[test]
-            fn $name() {
-                if let Some(f) = $fixture() {
-                    super::$name(&*f);
-                }
-            }
-        )*
-    };
-}
-pub(crate) use on_every_store;
-
 /// Record every claimed delivery's outcome, decided by the core.
 pub fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
     let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
