@@ -3,7 +3,7 @@
 //! and prints one line per call (`--quiet` prints none, for benchmarks).
 //!
 //! ```text
-//! cargo run --example provider -p jadpo-runtime -- [--port 8080] [--fail 1] [--retry-after SECS] [--quiet]
+//! cargo run --example provider -p jadpo-http -- [--port 8080] [--fail 1] [--retry-after SECS] [--quiet]
 //! ```
 //!
 //! HTTP/1.1 with keep-alive, on 127.0.0.1 only; no dependency beyond tokio.

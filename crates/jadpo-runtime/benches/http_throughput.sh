@@ -22,7 +22,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
-cargo build --release -q --example provider -p jadpo-runtime --manifest-path "$ROOT/Cargo.toml"
+cargo build --release -q --example provider -p jadpo-http --manifest-path "$ROOT/Cargo.toml"
 J="$ROOT/target/release/jadpoc"
 PROVIDER="$ROOT/target/release/examples/provider"
 WORK=$(mktemp -d)
