@@ -38,9 +38,7 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub const MAX_HEAD: usize = 16 * 1024;
 /// The most headers one request may carry (431 above it).
 pub const MAX_HEADERS: usize = 100;
-/// How long a client has to send a request's head; also how long an idle
-/// keep-alive connection is kept open waiting for its next request.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::server::HEAD_TIMEOUT;
 /// How long a client has to send a request's body once its head arrived (408).
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The open connections served at once unless `--max-connections` says otherwise.

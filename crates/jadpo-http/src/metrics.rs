@@ -353,7 +353,7 @@ async fn handle(req: Request<hyper::body::Incoming>, source: &MetricsSource) -> 
 /// then drain as the ingest does (`crate::server`).
 pub async fn serve(listener: TcpListener, source: MetricsSource, stop: watch::Receiver<bool>) {
     let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(crate::ingest::HEAD_TIMEOUT);
+    http.timer(TokioTimer::new()).header_read_timeout(crate::server::HEAD_TIMEOUT);
     let handler = move |req| {
         let source = source.clone();
         async move { handle(req, &source).await }

@@ -44,6 +44,11 @@ const NO_DESCRIPTOR: [i32; 2] = [24, 23];
 /// Linux and on the BSDs.
 const NO_MEMORY: [i32; 3] = [12, 105, 55];
 
+/// How long a client has to send a request's head; also how long an idle
+/// keep-alive connection is kept open waiting for its next request (the ingest's
+/// and the metrics' alike).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serve `listener` on connections made by `http`, at most `max_connections` at
 /// once, each request answered by `handler` once its head is read, until `stop`
 /// turns true; then drain (the module's doc) and return.
