@@ -1,5 +1,5 @@
 //! Drivers perform an action's call behind [`Driver`]: the fake driver (scripted
-//! answers) here, the HTTP driver in [`crate::http`].
+//! answers) here, the HTTP driver in `jadpo_http::client`.
 
 use crate::clock::BoxFuture;
 use crate::codes::RuntimeCode;

@@ -1,6 +1,6 @@
 //! The canonical layout of jadpo source, for `jadpoc fmt` and the language server.
 //!
-//! [`format`] parses the text and prints the tree again, putting every comment back
+//! [`format()`] parses the text and prints the tree again, putting every comment back
 //! where it was relative to the code around it. The rules are in docs/fmt.md; in
 //! short: 4-space indent, one blank line between declarations, one entry per line in
 //! a declaration's block, a nested block, list or call of scalars on one line when it
@@ -54,7 +54,7 @@ pub fn format(source: &str) -> Result<String, FormatError> {
     format_parsed(source, &parse(source))
 }
 
-/// As [`format`], for a text already parsed (the language server keeps each
+/// As [`format()`], for a text already parsed (the language server keeps each
 /// buffer's parse). `parsed` must be `parse(source)`.
 pub fn format_parsed(source: &str, parsed: &Parsed<'_>) -> Result<String, FormatError> {
     if !parsed.errors.is_empty() {

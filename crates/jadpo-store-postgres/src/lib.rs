@@ -12,9 +12,9 @@
 //! operation starts (an operation cut off half-way fails whole: its transaction is
 //! rolled back by the server, and the runtime's leases bring its deliveries back).
 //!
-//! By job: [`connect`] (URL, TLS, the password never shown), [`schema`]
-//! (migrations under an advisory lock), [`claims`], [`outcomes`], [`breakers`],
-//! [`reads`], [`schedules`], [`events`] (SQL-written events' expansion, listings,
+//! By job: `connect` (URL, TLS, the password never shown), `schema`
+//! (migrations under an advisory lock), `claims`, `outcomes`, `breakers`,
+//! `reads`, `schedules`, `events` (SQL-written events' expansion, listings,
 //! replays).
 
 mod breakers;

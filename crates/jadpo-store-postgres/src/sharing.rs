@@ -3,7 +3,7 @@
 //! The database's clock (`clock_timestamp()`) is the one clock of all processes,
 //! whatever their hosts' clocks say. An insert into the events table notifies
 //! (a trigger of the schema's, so an event inserted by any writer does) on the
-//! channel `SCHEMA.events`; [`listen`] keeps one connection of its own listening
+//! channel `SCHEMA.events`; `listen` keeps one connection of its own listening
 //! there and calls its waker on each notification.
 
 use super::connect::PgLocation;

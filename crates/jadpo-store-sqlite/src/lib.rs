@@ -1,10 +1,10 @@
 //! The SQLite store: WAL, versioned migrations, conditional claims, and waits and
 //! retries on a busy database so that no write is lost.
 //!
-//! By job: [`schema`] (tables, migrations, the check that a file is ours),
-//! [`busy`] (waiting on a lock; errors told apart), [`claims`], [`outcomes`]
-//! (emits, attempts' outcomes, operator retries), [`breakers`], [`reads`] (what
-//! the listing commands show), [`schedules`] and [`events`] (SQL-written events'
+//! By job: `schema` (tables, migrations, the check that a file is ours),
+//! `busy` (waiting on a lock; errors told apart), `claims`, `outcomes`
+//! (emits, attempts' outcomes, operator retries), `breakers`, `reads` (what
+//! the listing commands show), `schedules` and `events` (SQL-written events'
 //! expansion, listings, replays).
 //!
 //! Every write runs in one `BEGIN IMMEDIATE` transaction, which SQLite serializes

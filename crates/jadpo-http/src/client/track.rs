@@ -90,7 +90,7 @@ impl Watched {
     }
 }
 
-/// What [`Watched::snapshot`] returns.
+/// What `Watched::snapshot` returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchSnapshot {
     /// The failed request was not the connection's first.
