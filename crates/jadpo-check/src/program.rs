@@ -67,6 +67,24 @@ pub struct Connection {
     pub max_in_flight: u32,
     /// The `tls:` block, when given (only with an `https` url).
     pub tls: Option<Tls>,
+    /// How every call is signed (the Standard Webhooks headers), when it is.
+    pub signing: Option<Signing>,
+}
+
+/// The prefix of a Standard Webhooks secret: `whsec_` and the key in base64.
+pub const WHSEC_PREFIX: &str = "whsec_";
+
+/// How a connection signs its calls: `webhook-id`, `webhook-timestamp` and
+/// `webhook-signature` on every call, as the Standard Webhooks scheme defines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signing {
+    /// `secret:`: HMAC-SHA256 (`v1,`) with each secret, read from these
+    /// environment variables when `jadpoc run` starts; every secret signs, so a
+    /// receiver moves from one to the next with no downtime.
+    Secrets(Vec<String>),
+    /// `key:`: Ed25519 (`v1a,`) with the private key in this PEM.
+    Ed25519(Pem),
 }
 
 /// Headers jadpo sets on every call, which a connection's `headers:` may not set.

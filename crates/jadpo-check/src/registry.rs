@@ -79,6 +79,7 @@ codes! {
     ConnectionHeaderInvalid = "connection.header_invalid", Error, "a connection's `headers:` is not a block of strings or `env(\"NAME\")` values";
     ConnectionHeaderReserved = "connection.header_reserved", Error, "a connection's `headers:` sets `Idempotency-Key` or `Content-Type`, which jadpo sets";
     ConnectionTlsInvalid = "connection.tls_invalid", Error, "a connection's `tls:` has a value of the wrong kind, a client certificate without its key, `only_ca` without `ca`, or an `http` url";
+    ConnectionSigningInvalid = "connection.signing_invalid", Error, "a connection's `signing:` writes a secret in the program, gives both `secret:` and `key:` or neither, or has a value of the wrong kind";
     ActionMissingVia = "action.missing_via", Error, "an action has no `via:`";
     ActionUnknownConnection = "action.unknown_connection", Error, "an action's `via:` names no declared connection";
     ActionParamTypeUnknown = "action.param_type_unknown", Error, "a parameter type that is not one of the five";

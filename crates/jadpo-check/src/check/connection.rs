@@ -1,20 +1,31 @@
-//! Connections: a provider's url, time limit, re-sends, headers, concurrency and
-//! TLS settings.
+//! Connections: a provider's url, time limit, re-sends, headers, concurrency, TLS
+//! settings and how calls are signed.
 
 use super::{Cx, Lower, Resolved};
 use crate::budget::*;
 use crate::diagnostic::Diagnostic;
-use crate::program::{self as p, RESERVED_HEADERS};
+use crate::program::{self as p, RESERVED_HEADERS, WHSEC_PREFIX};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Decl, Entry, Value, ValueKind};
 use std::path::Path;
 
 /// The keys of a connection.
-const KEYS: &[&str] = &["url", "timeout", "retry", "headers", "max_in_flight", "tls"];
+const KEYS: &[&str] = &["url", "timeout", "retry", "headers", "max_in_flight", "tls", "signing"];
 
 /// The keys of a connection's `tls:` block.
 const TLS_KEYS: &[&str] = &["ca", "only_ca", "client_cert", "client_key"];
+
+/// The keys of a connection's `signing:` block.
+const SIGNING_KEYS: &[&str] = &["secret", "key"];
+
+/// `env("NAME")`'s variable, when it names one.
+fn env_var<'v>(args: &'v [Value<'_>]) -> Option<&'v str> {
+    match args {
+        [Value { kind: ValueKind::Str(var), .. }] if !var.is_empty() => Some(var.as_ref()),
+        _ => None,
+    }
+}
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn connection(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
@@ -55,6 +66,7 @@ impl<'a> Cx<'_, 'a> {
             self.int_in(file, &e.value, MAX_IN_FLIGHT_RANGE, Code::ConnectionMaxInFlightInvalid, "`max_in_flight:`")
         });
         let tls = keys.get("tls").and_then(|e| self.tls(file, e, &url));
+        let signing = keys.get("signing").and_then(|e| self.signing(file, e));
         if self.lower == Lower::Yes && self.error_count() == errors_before {
             let connection = p::Connection {
                 name: decl.name.text.to_string(),
@@ -64,6 +76,7 @@ impl<'a> Cx<'_, 'a> {
                 headers,
                 max_in_flight: max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
                 tls,
+                signing,
             };
             self.keep(index, Resolved::Connection(connection));
         }
@@ -88,50 +101,13 @@ impl<'a> Cx<'_, 'a> {
             );
             ok = false;
         }
-        let mut seen: Vec<&Entry<'a>> = Vec::new();
-        for e in &block.entries {
-            let key: &str = &e.key.text;
-            if !TLS_KEYS.contains(&key) || e.key.quoted {
-                let list = TLS_KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-                let help = match did_you_mean(key, TLS_KEYS.iter().copied()) {
-                    Some(s) => format!("{s}; `tls:` takes {list}"),
-                    None => format!("`tls:` takes {list}"),
-                };
-                self.push(
-                    Diagnostic::new(Code::DeclUnknownKey, file, e.key.span, format!("`{key}` is not a key of `tls:`"))
-                        .help(help),
-                );
-                ok = false;
-            } else if let Some(first) = seen.iter().find(|f| f.key.text == key) {
-                self.push(
-                    Diagnostic::new(Code::DeclDuplicateKey, file, e.key.span, format!("`{key}` is given twice"))
-                        .label(file, first.key.span, "first given here")
-                        .help("keep one of them"),
-                );
-                ok = false;
-            } else {
-                seen.push(e);
-            }
-        }
+        let seen = self.sub_block_keys(file, block, "tls", TLS_KEYS, &mut ok);
         let get = |k: &str| seen.iter().find(|e| e.key.text == k).copied();
         let mut pem = |this: &mut Self, k: &str| -> Option<p::Pem> {
             let e = get(k)?;
-            let found = match &e.value.kind {
-                ValueKind::Str(s) if !s.is_empty() => {
-                    // Relative to the directory of the file that declares the connection.
-                    let dir = this.files.get(file).and_then(|f| Path::new(&f.name).parent());
-                    return Some(p::Pem::File(
-                        dir.map_or_else(|| Path::new(s.as_ref()).to_path_buf(), |d| d.join(s.as_ref())),
-                    ));
-                }
-                ValueKind::Call { name, args } if name.text == "env" => match args.as_slice() {
-                    [Value { kind: ValueKind::Str(var), .. }] if !var.is_empty() => {
-                        return Some(p::Pem::Env(var.to_string()));
-                    }
-                    _ => "a call of `env` without one variable name".to_string(),
-                },
-                ValueKind::Str(_) => "an empty string".to_string(),
-                other => other.describe().to_string(),
+            let found = match this.pem_of(file, &e.value) {
+                Ok(pem) => return Some(pem),
+                Err(found) => found,
             };
             this.push(
                 Diagnostic::new(
@@ -196,6 +172,159 @@ impl<'a> Cx<'_, 'a> {
             _ => None,
         };
         ok.then_some(p::Tls { ca, only_ca, client })
+    }
+
+    /// The entries of a connection's sub-block `what` (`tls:`, `signing:`), each a
+    /// key of `keys` given once; an unknown or repeated key is reported (and
+    /// clears `ok`) and left out.
+    fn sub_block_keys<'b>(
+        &mut self,
+        file: usize,
+        block: &'b Block<'a>,
+        what: &str,
+        keys: &[&str],
+        ok: &mut bool,
+    ) -> Vec<&'b Entry<'a>> {
+        let mut seen: Vec<&'b Entry<'a>> = Vec::new();
+        for e in &block.entries {
+            let key: &str = &e.key.text;
+            if !keys.contains(&key) || e.key.quoted {
+                let list = keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+                let help = match did_you_mean(key, keys.iter().copied()) {
+                    Some(s) => format!("{s}; `{what}:` takes {list}"),
+                    None => format!("`{what}:` takes {list}"),
+                };
+                self.push(
+                    Diagnostic::new(
+                        Code::DeclUnknownKey,
+                        file,
+                        e.key.span,
+                        format!("`{key}` is not a key of `{what}:`"),
+                    )
+                    .help(help),
+                );
+                *ok = false;
+            } else if let Some(first) = seen.iter().find(|f| f.key.text == key) {
+                self.push(
+                    Diagnostic::new(Code::DeclDuplicateKey, file, e.key.span, format!("`{key}` is given twice"))
+                        .label(file, first.key.span, "first given here")
+                        .help("keep one of them"),
+                );
+                *ok = false;
+            } else {
+                seen.push(e);
+            }
+        }
+        seen
+    }
+
+    /// Where a PEM file comes from: a path (relative to the directory of the file
+    /// that declares the connection) or `env("NAME")`; else what was found instead.
+    fn pem_of(&self, file: usize, value: &Value<'a>) -> Result<p::Pem, String> {
+        Err(match &value.kind {
+            ValueKind::Str(s) if !s.is_empty() => {
+                let dir = self.files.get(file).and_then(|f| Path::new(&f.name).parent());
+                return Ok(p::Pem::File(
+                    dir.map_or_else(|| Path::new(s.as_ref()).to_path_buf(), |d| d.join(s.as_ref())),
+                ));
+            }
+            ValueKind::Call { name, args } if name.text == "env" => match env_var(args) {
+                Some(var) => return Ok(p::Pem::Env(var.to_string())),
+                None => "a call of `env` without one variable name".to_string(),
+            },
+            ValueKind::Str(_) => "an empty string".to_string(),
+            other => other.describe().to_string(),
+        })
+    }
+
+    /// A connection's `signing:` block, lowered when it is valid: `secret:` (one
+    /// `env("NAME")` or a list of them, each holding a `whsec_` secret) signs with
+    /// HMAC-SHA256 (`v1`); `key:` (a PEM file or `env("NAME")` holding an Ed25519
+    /// private key) signs with Ed25519 (`v1a`).
+    fn signing(&mut self, file: usize, entry: &Entry<'a>) -> Option<p::Signing> {
+        let code = Code::ConnectionSigningInvalid;
+        let help = "write `signing: { secret: env(\"LEDGER_WHSEC\") }`, a Standard Webhooks secret (`whsec_...`) \
+                    kept in the environment";
+        let block = self.block_of(code, file, "signing", &entry.value, help)?;
+        let mut ok = true;
+        let seen = self.sub_block_keys(file, block, "signing", SIGNING_KEYS, &mut ok);
+        let get = |k: &str| seen.iter().find(|e| e.key.text == k).copied();
+        let signing = match (get("secret"), get("key")) {
+            (Some(secret), Some(key)) => {
+                self.push(
+                    Diagnostic::new(code, file, key.key.span, "`signing:` takes `secret:` or `key:`, not both")
+                        .label(file, secret.key.span, "`secret:` given here")
+                        .help("sign with a shared secret (`secret:`, HMAC-SHA256) or a private key (`key:`, Ed25519)"),
+                );
+                None
+            }
+            (None, None) => {
+                self.push(
+                    Diagnostic::new(code, file, entry.key.span, "`signing:` names no `secret:` or `key:`").help(help),
+                );
+                None
+            }
+            (Some(secret), None) => self.signing_secrets(file, &secret.value).map(p::Signing::Secrets),
+            (None, Some(key)) => {
+                match self.pem_of(file, &key.value) {
+                    Ok(pem) => Some(p::Signing::Ed25519(pem)),
+                    Err(found) => {
+                        self.push(
+                        Diagnostic::new(
+                            code,
+                            file,
+                            key.value.span,
+                            format!("`key:` takes a path to a PEM file or `env(\"NAME\")`, found {found}"),
+                        )
+                        .help("write `key: \"keys/ledger-ed25519.pem\"` (relative to this file), an Ed25519 private key"),
+                    );
+                        None
+                    }
+                }
+            }
+        };
+        signing.filter(|_| ok)
+    }
+
+    /// `secret:`'s variables: one `env("NAME")`, or a list of them (every secret
+    /// signs, so a provider can move from one to the next with no downtime).
+    fn signing_secrets(&mut self, file: usize, value: &Value<'a>) -> Option<Vec<String>> {
+        let values: Vec<&Value<'a>> = match &value.kind {
+            ValueKind::List(items) if !items.is_empty() => items.iter().map(|i| &i.value).collect(),
+            _ => vec![value],
+        };
+        let mut vars = Vec::new();
+        for v in values {
+            let why = match &v.kind {
+                ValueKind::Call { name, args } if name.text == "env" => match env_var(args) {
+                    Some(var) => {
+                        vars.push(var.to_string());
+                        continue;
+                    }
+                    None => "a call of `env` without one variable name".to_string(),
+                },
+                ValueKind::Str(s) if s.starts_with(WHSEC_PREFIX) => {
+                    "a secret written in the program; a secret is kept out of source".to_string()
+                }
+                ValueKind::Str(_) => "a string; a secret is read from the environment".to_string(),
+                ValueKind::List(_) => "an empty list".to_string(),
+                other => other.describe().to_string(),
+            };
+            self.push(
+                Diagnostic::new(
+                    Code::ConnectionSigningInvalid,
+                    file,
+                    v.span,
+                    format!("`secret:` takes `env(\"NAME\")` or a list of them, found {why}"),
+                )
+                .help(
+                    "write `secret: env(\"LEDGER_WHSEC\")` and set `LEDGER_WHSEC=whsec_...`; to rotate, list both: \
+                     `secret: [env(\"LEDGER_WHSEC\"), env(\"LEDGER_WHSEC_NEXT\")]`",
+                ),
+            );
+            return None;
+        }
+        Some(vars)
     }
 
     /// A connection's `retry:`: its attempts when given and valid.
