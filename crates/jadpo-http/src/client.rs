@@ -20,6 +20,7 @@
 mod tls;
 mod track;
 
+use crate::signing::{self, Signer};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
@@ -155,6 +156,18 @@ pub enum HttpSetupError {
         /// The variable.
         name: String,
     },
+    /// A `signing:` secret or key cannot be read or used.
+    #[error("connection `{connection}`: the signing {what} in {origin} {problem}")]
+    Signing {
+        /// The connection.
+        connection: String,
+        /// `secret` or `key`.
+        what: &'static str,
+        /// Where it was read: a variable or a file, in words.
+        origin: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A `tls:` block's PEM is not what it must be.
     #[error("connection `{connection}`: the tls `{key}` in {origin} {problem}")]
     TlsPem {
@@ -280,6 +293,8 @@ pub struct HttpDriver {
     in_flight: Arc<Semaphore>,
     /// See [`HttpDriver::resent_on_fresh_connection`].
     fresh_resends: std::sync::atomic::AtomicU64,
+    /// The connection's `signing:`, its secrets or key read.
+    signer: Option<Signer>,
 }
 
 impl std::fmt::Debug for HttpDriver {
@@ -293,6 +308,7 @@ impl std::fmt::Debug for HttpDriver {
             .field("timeout", &self.timeout)
             .field("attempts", &self.attempts)
             .field("max_in_flight", &self.in_flight.available_permits())
+            .field("signer", &self.signer)
             .finish()
     }
 }
@@ -341,6 +357,7 @@ impl HttpDriver {
             return Err(HttpSetupError::NoConnection { index: connection });
         };
         let headers = resolve_headers(c, env)?;
+        let signer = c.signing.as_ref().map(|signing| Signer::new(&c.name, signing, env)).transpose()?;
         let client = match &c.tls {
             Some(settings) => client.for_tls(&c.name, settings, env)?,
             None => client,
@@ -373,11 +390,12 @@ impl HttpDriver {
             attempts: c.attempts.max(1),
             in_flight: Arc::new(Semaphore::new(permits)),
             fresh_resends: std::sync::atomic::AtomicU64::new(0),
+            signer,
         })
     }
 
     /// Build one send's request.
-    fn request(&self, route: &Route, body: &Bytes, call: &CallRequest) -> Result<Request<Body>, hyper::http::Error> {
+    fn request(&self, route: &Route, msg: &Message, call: &CallRequest) -> Result<Request<Body>, hyper::http::Error> {
         let mut b = Request::builder()
             .method(Method::POST)
             .uri(route.uri.clone())
@@ -386,10 +404,22 @@ impl HttpDriver {
         if let Some(id) = call.delivery {
             b = b.header("idempotency-key", id);
         }
-        let mut req = b.body(Full::new(body.clone()))?;
-        // The connection's own headers come last and win over ours of the same name.
+        let mut req = b.body(Full::new(msg.body.clone()))?;
+        // The connection's own headers come next and win over ours of the same name.
         for (n, v) in &self.headers {
             req.headers_mut().insert(n.clone(), v.clone());
+        }
+        // The signature, signed at this send's time, last: nothing overrides it.
+        if let Some(signer) = &self.signer {
+            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+            let timestamp = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+            let headers = req.headers_mut();
+            headers.insert(signing::WEBHOOK_ID, HeaderValue::from_str(&msg.id)?);
+            headers.insert(signing::WEBHOOK_TIMESTAMP, HeaderValue::from(timestamp));
+            headers.insert(
+                signing::WEBHOOK_SIGNATURE,
+                HeaderValue::from_str(&signer.signature(&msg.id, timestamp, &msg.body))?,
+            );
         }
         Ok(req)
     }
@@ -399,7 +429,7 @@ impl HttpDriver {
     /// at the run's time limit (`limit`) ends there, never sent. A call the
     /// provider surely never received because it had closed the pooled connection
     /// is sent once more, on a fresh connection.
-    async fn send(&self, route: &Route, body: &Bytes, call: &CallRequest, mark: &SendMark, limit: Instant) -> Outcome {
+    async fn send(&self, route: &Route, msg: &Message, call: &CallRequest, mark: &SendMark, limit: Instant) -> Outcome {
         let _permit = match tokio::time::timeout_at(limit.into(), self.in_flight.acquire()).await {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => return fail_with(FailureKind::InternalFault, RuntimeCode::HttpDriverClosed.as_str(), None),
@@ -407,11 +437,11 @@ impl HttpDriver {
             Err(_) => return mark.at_time_limit(),
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let first = self.send_on(&self.client.inner, route, body, call, deadline, mark).await;
+        let first = self.send_on(&self.client.inner, route, msg, call, deadline, mark).await;
         match first {
             Attempted::NeverReceived(_) => {
                 self.fresh_resends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match self.send_on(&self.client.fresh, route, body, call, deadline, mark).await {
+                match self.send_on(&self.client.fresh, route, msg, call, deadline, mark).await {
                     Attempted::Done(sent) => sent,
                     // Twice refused unread: the provider is closing every connection.
                     Attempted::NeverReceived(reason) => fail_with(FailureKind::Unavailable, CODE_REFUSED, Some(reason)),
@@ -426,12 +456,12 @@ impl HttpDriver {
         &self,
         client: &Inner,
         route: &Route,
-        body: &Bytes,
+        msg: &Message,
         call: &CallRequest,
         deadline: tokio::time::Instant,
         mark: &SendMark,
     ) -> Attempted {
-        let attempted = self.send_on_marked(client, route, body, call, deadline, mark).await;
+        let attempted = self.send_on_marked(client, route, msg, call, deadline, mark).await;
         mark.settled();
         attempted
     }
@@ -441,12 +471,12 @@ impl HttpDriver {
         &self,
         client: &Inner,
         route: &Route,
-        body: &Bytes,
+        msg: &Message,
         call: &CallRequest,
         deadline: tokio::time::Instant,
         mark: &SendMark,
     ) -> Attempted {
-        let mut req = match self.request(route, body, call) {
+        let mut req = match self.request(route, msg, call) {
             Ok(r) => r,
             Err(_) => {
                 return Attempted::Done(fail_with(
@@ -704,6 +734,25 @@ fn resendable(o: &Outcome) -> bool {
     matches!(o, Outcome::Failed(f) if matches!(f.kind, FailureKind::Unavailable | FailureKind::RateLimited))
 }
 
+/// One call's request body, and the id its signature names (`webhook-id`).
+struct Message {
+    body: Bytes,
+    id: String,
+}
+
+/// A call's message id, as `webhook-id` sends it: a delivery's is the same on
+/// every attempt and re-send (`msg_` and its id, as its `Idempotency-Key`); a
+/// schedule's run's names the schedule and when the run started.
+fn message_id(call: &CallRequest, started: SystemTime) -> String {
+    match call.delivery {
+        Some(id) => format!("msg_{id}"),
+        None => {
+            let ms = started.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_millis();
+            format!("msg_{}_{ms}", call.event)
+        }
+    }
+}
+
 /// The request's JSON body, serialized straight from the call (no `Value` tree
 /// built per call).
 #[derive(serde::Serialize)]
@@ -741,10 +790,11 @@ impl HttpDriver {
             Ok(b) => Bytes::from(b),
             Err(_) => return fail_with(FailureKind::InternalFault, RuntimeCode::HttpBadBody.as_str(), None),
         };
+        let message = Message { body, id: message_id(&request, SystemTime::now()) };
         let mut sends = 1;
         loop {
             let sent_at = Instant::now();
-            let sent = self.send(route, &body, &request, &mark, limit).await;
+            let sent = self.send(route, &message, &request, &mark, limit).await;
             if sends >= self.attempts || !resendable(&sent) {
                 return sent;
             }

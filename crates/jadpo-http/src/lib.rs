@@ -4,6 +4,8 @@
 //!   the in-flight limit, TLS and mTLS, and the connector that tells a call the
 //!   provider never read).
 //! - [`ingest`]: `jadpoc run --listen`, events taken over HTTP with a group commit.
+//! - [`signing`]: signed calls and their verification (the Standard Webhooks
+//!   scheme).
 //! - [`metrics`]: the run's Prometheus metrics (an observer of the runtime's
 //!   steps) and their `--metrics` endpoint.
 //! - `server`: the accept loop the ingest and the metrics share (the connection
@@ -13,3 +15,4 @@ pub mod client;
 pub mod ingest;
 pub mod metrics;
 mod server;
+pub mod signing;
