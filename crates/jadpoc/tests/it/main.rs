@@ -20,5 +20,6 @@ mod pg_cluster;
 mod plan_cli;
 mod runtime_e2e;
 mod scenarios;
+mod signing_e2e;
 mod store_cli;
 mod tidy;
