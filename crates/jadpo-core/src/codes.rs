@@ -166,6 +166,12 @@ runtime_codes! {
     IngestTimeout = "ingest.timeout", Ingest(408),
         "the body did not arrive within 10 seconds of the request's head",
         "A client has 10 seconds to send a request's head (else the connection is closed) and 10 more for its body (else this answer).";
+    IngestSignatureInvalid = "ingest.signature_invalid", Ingest(401),
+        "the request is not signed with the secret `--verify-secret` names",
+        "`jadpoc run --listen --verify-secret env:NAME` takes only requests signed as the Standard Webhooks scheme says: `webhook-id`, `webhook-timestamp` and a `webhook-signature` with a `v1,` signature (HMAC-SHA256 of `ID.TIMESTAMP.BODY`) made with the secret in `NAME`. The message says which header is missing or that no signature matches. Nothing was stored.";
+    IngestSignatureStale = "ingest.signature_stale", Ingest(401),
+        "the request's `webhook-timestamp` is more than 5 minutes from now",
+        "A signed request is taken for 5 minutes either side of its `webhook-timestamp`, so one captured on the way cannot be sent again later. Sign each send at the time it is sent, and keep the sender's clock in time. Nothing was stored.";
     IngestStoreUnavailable = "ingest.store_unavailable", Ingest(503),
         "the event could not be stored; nothing was stored",
         "The store refused the write (locked past its wait, full, or failing). Nothing was stored: send the event again.";

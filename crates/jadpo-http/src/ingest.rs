@@ -14,6 +14,7 @@
 //! /metrics`.
 
 use crate::metrics::{METRICS_PATH, MetricsSource};
+use crate::signing::{Refusal, Verifier};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body as _, Incoming};
@@ -89,6 +90,8 @@ pub struct Ingest {
     pub limits: IngestLimits,
     /// The run's metrics, served at `GET /metrics` too.
     pub metrics: Option<MetricsSource>,
+    /// `--verify-secret`: only requests signed with one of its secrets are taken.
+    pub verifier: Option<Arc<Verifier>>,
 }
 
 /// One event waiting for the committer, and where its id goes.
@@ -103,6 +106,8 @@ struct Shared {
     commits: mpsc::Sender<Pending>,
     limits: IngestLimits,
     metrics: Option<MetricsSource>,
+    verifier: Option<Arc<Verifier>>,
+    clock: Arc<dyn Clock>,
     stop: watch::Receiver<bool>,
 }
 
@@ -113,8 +118,15 @@ pub async fn serve(listener: TcpListener, ingest: Ingest, stop: watch::Receiver<
     let (commits, queue) = mpsc::channel(MAX_COMMIT_BATCH * 4);
     let committer = tokio::spawn(commit_loop(queue, ingest.store.clone(), ingest.clock.clone(), ingest.wake.clone()));
     let limits = ingest.limits;
-    let shared =
-        Arc::new(Shared { program: ingest.program, commits, limits, metrics: ingest.metrics, stop: stop.clone() });
+    let shared = Arc::new(Shared {
+        program: ingest.program,
+        commits,
+        limits,
+        metrics: ingest.metrics,
+        verifier: ingest.verifier,
+        clock: ingest.clock,
+        stop: stop.clone(),
+    });
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.head_timeout)
@@ -239,6 +251,16 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
             return refuse(RuntimeCode::IngestTimeout, format!("the body did not arrive within {secs}s"));
         }
     };
+    if let Some(verifier) = &shared.verifier {
+        let now_s = shared.clock.now_ms().div_euclid(1000);
+        match verifier.verify(&parts.headers, &bytes, now_s) {
+            Ok(()) => {}
+            Err(refusal @ Refusal::Stale { .. }) => {
+                return refuse(RuntimeCode::IngestSignatureStale, refusal.to_string());
+            }
+            Err(refusal) => return refuse(RuntimeCode::IngestSignatureInvalid, refusal.to_string()),
+        }
+    }
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return refuse_payload(&PayloadError::NotJson("the body is not UTF-8".into()));
     };

@@ -3,9 +3,12 @@
 //! answered is stored, once).
 
 use jadpo_check::program::Program;
+use jadpo_check::program::Signing;
+use jadpo_core::clock::Clock;
 use jadpo_core::clock::SystemClock;
 use jadpo_core::store::{DeliveryFilter, Store};
 use jadpo_http::ingest::{Ingest, IngestLimits, MAX_BODY, serve};
+use jadpo_http::signing::{Signer, TOLERANCE_S, Verifier};
 use jadpo_store_sqlite::SqliteStore;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -47,6 +50,10 @@ struct Server {
 }
 
 async fn start(limits: IngestLimits) -> Server {
+    start_verifying(limits, None).await
+}
+
+async fn start_verifying(limits: IngestLimits, verifier: Option<Arc<Verifier>>) -> Server {
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -57,6 +64,7 @@ async fn start(limits: IngestLimits) -> Server {
         wake: Arc::new(Notify::new()),
         limits,
         metrics: None,
+        verifier,
     };
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(serve(listener, ingest, rx));
@@ -437,4 +445,49 @@ async fn ingest_answers_what_it_read_at_a_stop_and_refuses_what_comes_after() {
     assert_eq!(a.header("connection"), Some("close"));
     tokio::time::timeout(Duration::from_secs(20), s.task).await.expect("stopped in time").expect("no panic");
     assert_eq!(stored_ids(&s.store).len(), 2);
+}
+
+/// A `POST /events/Paid` of `body` with the Standard Webhooks headers, signed by
+/// `secret` at `timestamp` (none at all when `secret` is `None`).
+fn signed_post(secret: Option<&str>, id: &str, timestamp: i64, body: &str) -> String {
+    let mut head = format!(
+        "POST /events/Paid HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}",
+        body.len()
+    );
+    if let Some(secret) = secret {
+        let env = |_: &str| Some(std::ffi::OsString::from(secret));
+        let signer = Signer::new("c", &Signing::Secrets(vec!["S".into()]), &env).expect("a signer");
+        let signature = signer.signature(id, timestamp, body.as_bytes());
+        head.push_str(&format!(
+            "\r\nwebhook-id: {id}\r\nwebhook-timestamp: {timestamp}\r\nwebhook-signature: {signature}"
+        ));
+    }
+    head
+}
+
+#[tokio::test]
+async fn ingest_with_a_secret_takes_only_events_signed_with_it_and_stores_nothing_else() {
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const OTHER: &str = "whsec_c2VjcmV0LW9mLWFub3RoZXItcHJvdmlkZXIhIQ==";
+    let verifier = Verifier::new(&[SECRET.to_string()]).expect("a verifier");
+    let s = start_verifying(IngestLimits::default(), Some(Arc::new(verifier))).await;
+    let now = SystemClock.now_ms() / 1000;
+    let mut c = Client::connect(s.addr).await;
+    for (secret, timestamp, code) in [
+        (Some(OTHER), now, "signature_invalid"),
+        (None, now, "signature_invalid"),
+        (Some(SECRET), now - TOLERANCE_S - 60, "signature_stale"),
+        (Some(SECRET), now + TOLERANCE_S + 60, "signature_stale"),
+    ] {
+        let a = c.request(&signed_post(secret, "msg_1", timestamp, PAID), PAID.as_bytes()).await;
+        assert_eq!((a.status, a.code().as_str()), (401, code), "{secret:?} at {timestamp}: {a:?}");
+    }
+    assert!(stored_ids(&s.store).is_empty(), "a refused event was stored");
+    // A body changed on the way no longer matches its signature.
+    let head = signed_post(Some(SECRET), "msg_2", now, r#"{"id": "p1", "cents": 6}"#);
+    let a = c.request(&head, br#"{"id": "p1", "cents": 7}"#).await;
+    assert_eq!((a.status, a.code().as_str()), (401, "signature_invalid"), "{a:?}");
+    let a = c.request(&signed_post(Some(SECRET), "msg_3", now, PAID), PAID.as_bytes()).await;
+    assert_eq!(a.status, 202, "{a:?}");
+    assert_eq!(stored_ids(&s.store).len(), 1);
 }

@@ -14,6 +14,7 @@ use jadpo_core::store::Store;
 use jadpo_http::client::{HttpClient, HttpDriver};
 use jadpo_http::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
 use jadpo_http::metrics::{METRICS_PATH, Metrics, MetricsSource};
+use jadpo_http::signing::Verifier;
 use jadpo_runtime::live::Live;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -40,6 +41,11 @@ pub struct RunArgs {
     /// too); a bare port binds to loopback.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Take only events signed with this secret (Standard Webhooks, `whsec_...`),
+    /// read from the environment: `--verify-secret env:NAME`; give it twice while a
+    /// sender moves from one secret to the next. Others get `401`.
+    #[arg(long = "verify-secret", value_name = "env:NAME", requires = "listen")]
+    verify_secrets: Vec<String>,
     /// Most connections `--listen` serves at once; more wait to be accepted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -102,6 +108,28 @@ fn drivers(program: &Program, fakes: &[String], random: &RandomSource) -> Result
     Ok(drivers)
 }
 
+/// The verifier of `--verify-secret env:NAME` flags, each secret read from its
+/// variable now; none without the flag.
+fn verifier(flags: &[String]) -> Result<Option<Arc<Verifier>>, String> {
+    if flags.is_empty() {
+        return Ok(None);
+    }
+    let mut secrets = Vec::with_capacity(flags.len());
+    for flag in flags {
+        let Some(name) = flag.strip_prefix("env:").filter(|n| !n.is_empty()) else {
+            return Err(format!(
+                "`--verify-secret {flag}` names where the secret is: `env:NAME`, a variable holding `whsec_...`"
+            ));
+        };
+        let value = std::env::var(name)
+            .map_err(|_| format!("`--verify-secret {flag}`: the environment variable `{name}` is not set"))?;
+        secrets.push(value);
+    }
+    Verifier::new(&secrets)
+        .map(|v| Some(Arc::new(v)))
+        .map_err(|problem| format!("`--verify-secret`: a secret {problem}"))
+}
+
 /// The address of `--FLAG S`: `HOST:PORT`, or a bare port on loopback.
 fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
@@ -119,6 +147,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     let random = RandomSource::from_system();
     let drivers = match drivers(&program, &args.fakes, &random) {
         Ok(d) => d,
+        Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let verifier = match verifier(&args.verify_secrets) {
+        Ok(v) => v,
         Err(m) => {
             eprintln!("jadpoc: {m}");
             return ExitCode::from(2);
@@ -197,6 +232,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                         wake: runtime.waker(),
                         limits,
                         metrics: metrics.clone(),
+                        verifier: verifier.clone(),
                     };
                     server = Some(tokio::spawn(serve(l, ingest, stop_rx.clone())));
                 }

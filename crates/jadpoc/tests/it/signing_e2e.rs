@@ -124,3 +124,30 @@ fn a_run_with_a_malformed_secret_refuses_to_start_naming_it() {
         "{err}"
     );
 }
+
+#[test]
+fn verify_secret_names_an_environment_variable_holding_a_secret() {
+    let env = Env::new("outbox.db", |d| {
+        std::fs::write(d.join("p.jadpo"), program_text("http://127.0.0.1:9", "", "", "5s")).expect("write program");
+        d.join("p.jadpo")
+    });
+    for (flag, value, says) in [
+        ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", None, "names where the secret is: `env:NAME`"),
+        ("env:INGEST_WHSEC", None, "the environment variable `INGEST_WHSEC` is not set"),
+        ("env:INGEST_WHSEC", Some("not-a-secret"), "a secret is not `whsec_` followed by the key in base64"),
+    ] {
+        let mut cmd = env.cmd(&["run", env.prog(), "--db", env.db(), "--listen", "0", "--verify-secret", flag]);
+        cmd.env_remove("INGEST_WHSEC");
+        if let Some(v) = value {
+            cmd.env("INGEST_WHSEC", v);
+        }
+        let out = cmd.output().expect("run jadpoc");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(says), "{flag}: {err}");
+    }
+    // It checks what `--listen` takes, so it needs `--listen`.
+    let out = env.jadpoc(&["run", env.prog(), "--db", env.db(), "--verify-secret", "env:X"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}
