@@ -254,6 +254,10 @@ async def test_completion(client: LanguageClient, workspace):
     assert "record_webhook" in await completion_labels(client, uri, text, "expect ", 7)
     text = 'test "t" {\n    retry \n}\n'
     assert await completion_labels(client, uri, text, "retry ", 6) == ["record_webhook"]
+    text = 'connection c {\n    url: "https://x"\n    signing: {  }\n}\n'
+    assert await completion_labels(client, uri, text, "{  }", 2) == ["secret", "key"]
+    text = 'connection c {\n    url: "https://x"\n    sig\n}\n'
+    assert "signing" in await completion_labels(client, uri, text, "sig\n", 3)
 
 
 async def code_actions(client: LanguageClient, uri: str, text: str) -> list[types.CodeAction]:

@@ -168,6 +168,7 @@ pub fn cursor_at(text: &str, offset: usize) -> Cursor {
                         (1, Some(DeclKind::Subscriber), Some("retry")) => Some(BlockKind::SubscriberRetry),
                         (1, Some(DeclKind::Connection), Some("retry")) => Some(BlockKind::ConnectionRetry),
                         (1, Some(DeclKind::Connection), Some("tls")) => Some(BlockKind::ConnectionTls),
+                        (1, Some(DeclKind::Connection), Some("signing")) => Some(BlockKind::ConnectionSigning),
                         (1, Some(DeclKind::Test), _) => match (prev(3), prev(2), prev(1)) {
                             (_, Some((_, Tok::Expect, _)), Some((_, Tok::Ident(_), _))) => Some(BlockKind::Expect),
                             (Some((_, Tok::Expect, _)), Some((_, Tok::Breaker, _)), Some(_)) => {

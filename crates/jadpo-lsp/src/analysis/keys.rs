@@ -20,6 +20,8 @@ pub enum BlockKind {
     ConnectionRetry,
     /// A connection's `tls: { ... }`.
     ConnectionTls,
+    /// A connection's `signing: { ... }`.
+    ConnectionSigning,
     /// `expect SUBSCRIBER { ... }` in a test.
     Expect,
     /// `expect breaker CONNECTION { ... }` in a test.
@@ -93,6 +95,16 @@ pub fn keys_of(block: BlockKind) -> Vec<KeyDoc> {
                 "{ ca: \"${1:ca.pem}\" }",
                 "Roots to trust and a client certificate, for an `https` url: `ca:`, `only_ca:`, `client_cert:` and `client_key:`. Default: the built-in roots, no client certificate.".into(),
             ),
+            key(
+                "signing",
+                false,
+                "{ secret: env(\"${1:LEDGER_WHSEC}\") }",
+                "Sign every call as Standard Webhooks does (`webhook-id`, `webhook-timestamp`, `webhook-signature`): `secret:` (HMAC-SHA256) or `key:` (Ed25519). Default: unsigned.".into(),
+            ),
+        ],
+        BlockKind::ConnectionSigning => vec![
+            key("secret", false, "env(\"${1:LEDGER_WHSEC}\")", "`env(\"VAR\")` holding a `whsec_` secret, or a list of them while a provider moves to a new one (every secret signs). Never written in the program. Signs with HMAC-SHA256 (`v1`).".into()),
+            key("key", false, "\"${1:keys/ed25519.pem}\"", "An Ed25519 private key (PKCS#8 PEM): a file relative to this file's folder, or `env(\"VAR\")`. Signs with Ed25519 (`v1a`). Instead of `secret:`.".into()),
         ],
         BlockKind::ConnectionTls => vec![
             key("ca", false, "\"${1:ca.pem}\"", "A PEM file of certificates to trust (relative to this file's folder), or `env(\"VAR\")` holding PEM. Default: none.".into()),
