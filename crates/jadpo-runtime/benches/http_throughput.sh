@@ -10,7 +10,11 @@
 # outcome in the log, as in throughput.sh. The connection's `max_in_flight:` is
 # 256 (its maximum) so that the driver's limit is not what is measured; the line
 # "connections" is how many TCP connections the provider accepted (keep-alive:
-# at most max_in_flight, far fewer than calls).
+# at most max_in_flight, far fewer than calls). After each measurement, its figure
+# on a line of its own, `deliveries/s: N (DRIVER, W workers)`, for scripts to read.
+#
+# `JADPOC=PATH` runs that binary instead of building one (to compare builds);
+# `PROVIDER=PATH` likewise for the provider (built from this tree otherwise).
 set -euo pipefail
 EVENTS=${1:-50000}
 IN_FLIGHT=${IN_FLIGHT:-256}
@@ -21,14 +25,24 @@ WORKERS=(${WORKERS[*]})
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
-cargo build --release -q --example provider -p jadpo-http --manifest-path "$ROOT/Cargo.toml"
-J="$ROOT/target/release/jadpoc"
-PROVIDER="$ROOT/target/release/examples/provider"
+if [ -n "${JADPOC:-}" ]; then
+  J=$(realpath "$JADPOC")
+else
+  cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
+  J="$ROOT/target/release/jadpoc"
+fi
+if [ -n "${PROVIDER:-}" ]; then
+  PROVIDER=$(realpath "$PROVIDER")
+else
+  cargo build --release -q --example provider -p jadpo-http --manifest-path "$ROOT/Cargo.toml"
+  PROVIDER="$ROOT/target/release/examples/provider"
+fi
 WORK=$(mktemp -d)
 PPID_FILE="$WORK/provider.pid"
 cleanup() {
-  [ -f "$PPID_FILE" ] && kill "$(cat "$PPID_FILE")" 2>/dev/null || true
+  if [ -f "$PPID_FILE" ]; then
+    kill "$(cat "$PPID_FILE")" 2>/dev/null || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -57,6 +71,7 @@ measure() {
     c=$(connections)
     [ "$c" -gt "$conns" ] && conns=$c
     [ "$(grep -c '"state":"succeeded"' run.log || true)" -ge "$EVENTS" ] && break
+    running $pid run.log
     sleep 0.5
   done
   kill -TERM $pid
@@ -71,7 +86,9 @@ ok = sum(1 for l in lines if l.get("state") == "succeeded" and l.get("http_statu
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 span = f(ts[-1]) - f(ts[0])
 extra = "" if label == "fake" else f", at most {conns} connections open"
-print(f"{label:5} {workers:>2} workers: {len(ts)} outcomes ({ok} ok) in {span:.2f} s = {len(ts) / max(span, 1e-9):,.0f} deliveries/s{extra}")
+rate = len(ts) / max(span, 1e-9)
+print(f"{label:5} {workers:>2} workers: {len(ts)} outcomes ({ok} ok) in {span:.2f} s = {rate:,.0f} deliveries/s{extra}")
+print(f"deliveries/s: {rate:.0f} ({label}, {workers} workers)")
 PY
 }
 

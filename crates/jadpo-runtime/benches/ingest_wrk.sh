@@ -9,7 +9,8 @@
 # `Paid` event per request for SECONDS on 2 threads. It prints wrk's requests/s
 # and then checks the store: every id wrk got in a 202 is stored, no id was
 # answered twice, and the store holds no event the run did not answer (beyond
-# those in flight when wrk stopped).
+# those in flight when wrk stopped). Then, once the check passed, wrk's figure on
+# a line of its own, `requests/s: N (C connections)`, for scripts to read.
 #
 # `KILL_AT=S` sends SIGINT to `jadpoc run` S seconds into the load instead, and
 # checks again that every acknowledged id is in the store.
@@ -77,14 +78,18 @@ for C in "${CONNS[@]}"; do
   PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$J" run p.jadpo --fake c=ok --listen "$PORT" 2>run.log &
   PID=$!
-  until grep -q "taking events" run.log 2>/dev/null; do sleep 0.1; done
+  until grep -q "taking events" run.log 2>/dev/null; do
+    running $PID run.log
+    sleep 0.1
+  done
   echo "== $C connections, ${SECONDS_}s"
   if [ -n "${KILL_AT:-}" ]; then
     (sleep "$KILL_AT"; kill -INT $PID) &
   fi
   T=$((C < 2 ? C : 2))
-  wrk -t "$T" -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/$EVENT" \
-    | grep -E "Requests/sec|Latency|requests in|errors|answers other"
+  OUT=$(wrk -t "$T" -c "$C" -d "${SECONDS_}s" -s post.lua "http://127.0.0.1:$PORT/events/$EVENT")
+  grep -E "Requests/sec|Latency|requests in|errors|answers other" <<< "$OUT"
+  RPS=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<< "$OUT")
   kill -INT $PID 2>/dev/null || true
   wait $PID || true
   python3 - <<'PY'
@@ -97,4 +102,5 @@ print(f"check: {len(acked)} acknowledged, {len(stored)} stored, {len(missing)} a
 if missing or dups:
     raise SystemExit("FAILED: an acknowledged event is missing or an id was answered twice")
 PY
+  echo "requests/s: $RPS ($C connections)"
 done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the throughput scripts share; sourced, not run.
 
 # write_program URL [CONNECTION_LINE]: p.jadpo, one event `Paid` delivered to `rec`
@@ -31,6 +32,15 @@ with open('paid.ndjson', 'w') as f:
     for i in range(n):
         f.write('{\"id\": \"p%d\", \"cents\": %d}\n' % (i, i))
 " "$1"
+}
+
+# running PID LOG: returns while the `jadpoc run` PID lives; else says so, shows
+# the end of its LOG and exits 1 (instead of waiting for lines that never come).
+running() {
+  kill -0 "$1" 2>/dev/null && return
+  echo "jadpoc run stopped early; the end of its log ($2):" >&2
+  tail -n 5 "$2" >&2
+  exit 1
 }
 
 # summary VALUES...: the median of a measurement's runs, and their range when

@@ -7,8 +7,9 @@
 #      the server, postgres://postgres@127.0.0.1:5432/test by default;
 #      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default;
 #      JADPO_BENCH_RUN_ARGS more `jadpoc run` flags, say "--workers 1";
-#      JADPO_BENCH_JADPOC a `jadpoc` binary to measure instead of this tree's
-#      release build, say an older build's, to compare the two)
+#      JADPOC, or by its older name JADPO_BENCH_JADPOC, a `jadpoc` binary to
+#      measure instead of building this tree's release build, say an older
+#      build's, to compare the two; JADPO_BENCH_SQL_EMIT=0 skips the SQL emit)
 #
 # For each backlog and number of `jadpoc run` processes, REPEAT times, each in a
 # fresh database:
@@ -16,7 +17,8 @@
 # 2. start the processes (`--fake c=ok`), wait until their logs hold a line
 #    for each delivery and no delivery is pending or running, and count
 #    deliveries/s from the first outcome to the last in their logs;
-# then print the median of the runs and their range.
+# then print the median of the runs and their range, and on a line of its own
+# `deliveries/s: MEDIAN (backlog N, P process(es))`, for scripts to read.
 # Then, once per backlog, in a fresh database: emit the backlog through SQL,
 # `jadpo.emit(name, payload)` 1,000 events per statement (one transaction each),
 # and time it (skipped, saying so, on a schema without that function).
@@ -31,8 +33,10 @@ ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-J=${JADPO_BENCH_JADPOC:-}
-if [ -z "$J" ]; then
+J=${JADPOC:-${JADPO_BENCH_JADPOC:-}}
+if [ -n "$J" ]; then
+  J=$(realpath "$J")
+else
   cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
   J="$ROOT/target/release/jadpoc"
 fi
@@ -109,6 +113,9 @@ for N in $BACKLOGS; do
       done
       sleep 1
       while [ "$(busy "$N")" = t ]; do
+        for i in "${!PIDS[@]}"; do
+          running "${PIDS[$i]}" "run$((i + 1)).log"
+        done
         sleep 1
       done
       LOADS+=("$(load)")
@@ -119,9 +126,15 @@ for N in $BACKLOGS; do
       RATES+=("$(rate "$N" "$END")")
       rm -f run*.log
     done
-    echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $(summary "${RATES[@]}") deliveries/s; " \
+    DELIVER=$(summary "${RATES[@]}")
+    echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $DELIVER deliveries/s; " \
       "emit --ndjson $(summary "${EMITS[@]}") events/s (load ${LOADS[*]})"
+    echo "deliveries/s: ${DELIVER%% *} (backlog $N, $P process(es))"
   done
+
+  if [ "${JADPO_BENCH_SQL_EMIT:-1}" = 0 ]; then
+    continue
+  fi
 
   fresh_db
   "$J" migrate --db "$URL" >/dev/null 2>&1

@@ -8,13 +8,21 @@
 #    deliveries/s is measured from the first to the last outcome in the log (every
 #    outcome committed: WAL, synchronous=FULL, one transaction per batch);
 # 3. the run's peak RSS (from /proc) while it works through the queue.
+# The line `deliveries/s: N (EVENTS events)` repeats step 2's figure alone, for
+# scripts to read.
+#
+# `JADPOC=PATH` runs that binary instead of building one (to compare builds).
 set -euo pipefail
 EVENTS=${1:-100000}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
-J="$ROOT/target/release/jadpoc"
+if [ -n "${JADPOC:-}" ]; then
+  J=$(realpath "$JADPOC")
+else
+  cargo build --release -q -p jadpoc --manifest-path "$ROOT/Cargo.toml"
+  J="$ROOT/target/release/jadpoc"
+fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -34,6 +42,7 @@ while true; do
   [ "$RSS" -gt "$PEAK" ] && PEAK=$RSS
   DONE=$(grep -c '"state":"succeeded"' run.log || true)
   [ "$DONE" -ge "$EVENTS" ] && break
+  running $PID run.log
   sleep 0.5
 done
 kill -TERM $PID
@@ -44,7 +53,9 @@ from datetime import datetime
 ts = [json.loads(l)["at"] for l in open("run.log") if l.startswith("{") and '"delivery.attempt"' in l]
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 span = f(ts[-1]) - f(ts[0])
-print(f"deliver: {len(ts)} outcomes in {span:.2f} s ({len(ts) / max(span, 1e-9):.0f} deliveries/s)")
+rate = len(ts) / max(span, 1e-9)
+print(f"deliver: {len(ts)} outcomes in {span:.2f} s ({rate:.0f} deliveries/s)")
+print(f"deliveries/s: {rate:.0f} ({sys.argv[1]} events)")
 PY
 echo "run peak RSS: $((PEAK / 1024)) MiB"
 echo "store: $(du -h .jadpo/outbox.db | cut -f1)"
