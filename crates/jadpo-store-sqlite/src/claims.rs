@@ -10,6 +10,7 @@ use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Failure, Record};
+use jadpo_core::store::StoreError;
 use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
 use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
 
@@ -64,8 +65,13 @@ fn read_claim_rows(
     Ok(out)
 }
 
+/// The guard every claim statement ends with: the row is as the claim read it.
+const AS_SEEN: &str = "WHERE id = :id AND state = :seen_state AND attempts = :seen_attempts AND due_at IS :seen_due_at";
+
 /// Write what a claim decided for one row, as [`RowWrite`] says, conditional on the
-/// row being as seen. Returns whether it was.
+/// row being as seen. Returns whether it was. One statement per kind of change,
+/// each binding only what that change writes (a statement binding every column
+/// for every row cost a claim a tenth more).
 pub(super) fn apply(
     tx: &Transaction<'_>,
     seen: Seen,
@@ -73,30 +79,52 @@ pub(super) fn apply(
     write: &RowWrite,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let (sets_failure, failure) = write.failure.written();
-    let n = tx
-        .prepare_cached(
-            "UPDATE jadpo_deliveries SET state = :state, attempts = :attempts, due_at = :due_at, \
-             lease_until = :lease_until, \
-             claimed_at = CASE WHEN :stamps THEN :now ELSE claimed_at END, \
-             held_since = CASE WHEN :holds THEN :now ELSE held_since END, \
-             held_connection = CASE WHEN :holds THEN :connection ELSE held_connection END, \
-             last_code = CASE WHEN :sets_failure THEN :code ELSE last_code END, \
-             last_kind = CASE WHEN :sets_failure THEN :kind ELSE last_kind END, \
-             last_reason = CASE WHEN :sets_failure THEN :reason ELSE last_reason END, \
-             end_reason = COALESCE(:end_reason, end_reason) \
-             WHERE id = :id AND state = :seen_state AND attempts = :seen_attempts AND due_at IS :seen_due_at",
-        )?
-        .execute(named_params! {
-            ":id": seen.id, ":seen_state": seen.state.as_str(), ":seen_attempts": seen.attempts,
-            ":seen_due_at": seen.due_at,
-            ":state": write.state.as_str(), ":attempts": write.attempts, ":due_at": write.due_at,
-            ":lease_until": write.lease_until, ":stamps": write.stamps_claim, ":holds": write.holds,
-            ":now": now_ms, ":connection": connection, ":sets_failure": sets_failure,
-            ":code": failure.map(|f| f.code.as_str()), ":kind": failure.map(|f| f.kind.as_str()),
-            ":reason": failure.and_then(|f| f.reason.as_deref()), ":end_reason": write.end_reason,
-        })?;
-    Ok(n == 1)
+    let (_, failure) = write.failure.written();
+    let (code, kind, reason) =
+        (failure.map(|f| f.code.as_str()), failure.map(|f| f.kind.as_str()), failure.and_then(|f| f.reason.as_deref()));
+    let guard = named_params! {
+        ":id": seen.id, ":seen_state": seen.state.as_str(), ":seen_attempts": seen.attempts,
+        ":seen_due_at": seen.due_at,
+    };
+    let (sql, values) = match write.state {
+        // Held by its connection's breaker: not due, the claim's attempt given back.
+        DeliveryState::Held => (
+            "UPDATE jadpo_deliveries SET state = 'held', due_at = NULL, lease_until = NULL, held_since = :now, \
+             held_connection = :connection, last_code = :code, last_kind = :kind, last_reason = :reason",
+            named_params! {":now": now_ms, ":connection": connection, ":code": code, ":kind": kind, ":reason": reason},
+        ),
+        // Run: the attempt counted, leased (the lease's end is also its due time,
+        // so a claim finds it again when the lease ends).
+        DeliveryState::Running => (
+            "UPDATE jadpo_deliveries SET state = 'running', attempts = :attempt, due_at = :lease_until, \
+             lease_until = :lease_until, claimed_at = :now, last_code = :code, last_kind = :kind, \
+             last_reason = :reason",
+            named_params! {
+                ":attempt": write.attempts, ":lease_until": write.lease_until, ":now": now_ms,
+                ":code": code, ":kind": kind, ":reason": reason,
+            },
+        ),
+        // Ended at the claim (a handled record found, or given up); the claim's
+        // time kept as its last (retention counts a final delivery's age from it).
+        DeliveryState::Succeeded => (
+            "UPDATE jadpo_deliveries SET state = 'succeeded', due_at = NULL, lease_until = NULL, \
+             claimed_at = :now, end_reason = :end_reason",
+            named_params! {":now": now_ms, ":end_reason": write.end_reason},
+        ),
+        DeliveryState::Failed => (
+            "UPDATE jadpo_deliveries SET state = 'failed', due_at = NULL, lease_until = NULL, claimed_at = :now, \
+             last_code = :code, last_kind = :kind, last_reason = :reason, end_reason = :end_reason",
+            named_params! {
+                ":now": now_ms, ":code": code, ":kind": kind, ":reason": reason, ":end_reason": write.end_reason,
+            },
+        ),
+        other => {
+            return Err(StoreError::Corrupt(format!("a claim does not leave a delivery `{}`", other.as_str())).into());
+        }
+    };
+    let mut stmt = tx.prepare_cached(&format!("{sql} {AS_SEEN}"))?;
+    let all: Vec<(&str, &dyn rusqlite::ToSql)> = guard.iter().chain(values.iter()).copied().collect();
+    Ok(stmt.execute(all.as_slice())? == 1)
 }
 
 /// The breaker rows of a claim, in its transaction.
