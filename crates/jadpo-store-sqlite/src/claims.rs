@@ -65,8 +65,16 @@ fn read_claim_rows(
     Ok(out)
 }
 
-/// The guard every claim statement ends with: the row is as the claim read it.
-const AS_SEEN: &str = "WHERE id = :id AND state = :seen_state AND attempts = :seen_attempts AND due_at IS :seen_due_at";
+/// A claim statement: `$set`, guarded by the row being as the claim read it (one
+/// literal, so that the hot path formats no SQL per row).
+macro_rules! as_seen {
+    ($set:literal) => {
+        concat!(
+            $set,
+            " WHERE id = :id AND state = :seen_state AND attempts = :seen_attempts AND due_at IS :seen_due_at"
+        )
+    };
+}
 
 /// Write what a claim decided for one row, as [`RowWrite`] says, conditional on the
 /// row being as seen. Returns whether it was. One statement per kind of change,
@@ -89,16 +97,20 @@ pub(super) fn apply(
     let (sql, values) = match write.state {
         // Held by its connection's breaker: not due, the claim's attempt given back.
         DeliveryState::Held => (
-            "UPDATE jadpo_deliveries SET state = 'held', due_at = NULL, lease_until = NULL, held_since = :now, \
-             held_connection = :connection, last_code = :code, last_kind = :kind, last_reason = :reason",
+            as_seen!(
+                "UPDATE jadpo_deliveries SET state = 'held', due_at = NULL, lease_until = NULL, held_since = :now, \
+             held_connection = :connection, last_code = :code, last_kind = :kind, last_reason = :reason"
+            ),
             named_params! {":now": now_ms, ":connection": connection, ":code": code, ":kind": kind, ":reason": reason},
         ),
         // Run: the attempt counted, leased (the lease's end is also its due time,
         // so a claim finds it again when the lease ends).
         DeliveryState::Running => (
-            "UPDATE jadpo_deliveries SET state = 'running', attempts = :attempt, due_at = :lease_until, \
+            as_seen!(
+                "UPDATE jadpo_deliveries SET state = 'running', attempts = :attempt, due_at = :lease_until, \
              lease_until = :lease_until, claimed_at = :now, last_code = :code, last_kind = :kind, \
-             last_reason = :reason",
+             last_reason = :reason"
+            ),
             named_params! {
                 ":attempt": write.attempts, ":lease_until": write.lease_until, ":now": now_ms,
                 ":code": code, ":kind": kind, ":reason": reason,
@@ -107,13 +119,17 @@ pub(super) fn apply(
         // Ended at the claim (a handled record found, or given up); the claim's
         // time kept as its last (retention counts a final delivery's age from it).
         DeliveryState::Succeeded => (
-            "UPDATE jadpo_deliveries SET state = 'succeeded', due_at = NULL, lease_until = NULL, \
-             claimed_at = :now, end_reason = :end_reason",
+            as_seen!(
+                "UPDATE jadpo_deliveries SET state = 'succeeded', due_at = NULL, lease_until = NULL, \
+             claimed_at = :now, end_reason = :end_reason"
+            ),
             named_params! {":now": now_ms, ":end_reason": write.end_reason},
         ),
         DeliveryState::Failed => (
-            "UPDATE jadpo_deliveries SET state = 'failed', due_at = NULL, lease_until = NULL, claimed_at = :now, \
-             last_code = :code, last_kind = :kind, last_reason = :reason, end_reason = :end_reason",
+            as_seen!(
+                "UPDATE jadpo_deliveries SET state = 'failed', due_at = NULL, lease_until = NULL, claimed_at = :now, \
+             last_code = :code, last_kind = :kind, last_reason = :reason, end_reason = :end_reason"
+            ),
             named_params! {
                 ":now": now_ms, ":code": code, ":kind": kind, ":reason": reason, ":end_reason": write.end_reason,
             },
@@ -122,7 +138,7 @@ pub(super) fn apply(
             return Err(StoreError::Corrupt(format!("a claim does not leave a delivery `{}`", other.as_str())).into());
         }
     };
-    let mut stmt = tx.prepare_cached(&format!("{sql} {AS_SEEN}"))?;
+    let mut stmt = tx.prepare_cached(sql)?;
     let all: Vec<(&str, &dyn rusqlite::ToSql)> = guard.iter().chain(values.iter()).copied().collect();
     Ok(stmt.execute(all.as_slice())? == 1)
 }
