@@ -17,7 +17,7 @@
 //! call the provider never read, because it closed the pooled connection while
 //! idle, from one it may have; the first is sent once more on a fresh connection.
 
-mod tls;
+pub(crate) mod tls;
 mod track;
 
 use crate::signing::{self, Signer};

@@ -13,6 +13,7 @@
 //! start instead of failing every call.
 
 use crate::client::HttpSetupError;
+use crate::client::tls::{PemUnread, pem_text};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hyper::HeaderMap;
@@ -103,36 +104,19 @@ impl Signer {
                 Keys::Secrets(keys)
             }
             Signing::Ed25519(pem) => {
-                let (bytes, origin) = match pem {
-                    Pem::File(path) => {
-                        let shown = format!("the file `{}`", path.display());
-                        match std::fs::read(path) {
-                            Ok(bytes) => (bytes, shown),
-                            Err(e) => {
-                                return Err(HttpSetupError::Signing {
-                                    connection: connection.to_string(),
-                                    what: "key",
-                                    origin: shown,
-                                    problem: format!("cannot be read: {e}"),
-                                });
-                            }
-                        }
-                    }
-                    Pem::Env(var) => {
-                        let origin = format!("the environment variable `{var}`");
-                        match env(var) {
-                            Some(value) => (value.into_encoded_bytes(), origin),
-                            None => {
-                                return Err(HttpSetupError::Signing {
-                                    connection: connection.to_string(),
-                                    what: "key",
-                                    origin,
-                                    problem: "is not set".to_string(),
-                                });
-                            }
-                        }
-                    }
+                let origin = match pem {
+                    Pem::File(path) => format!("the file `{}`", path.display()),
+                    Pem::Env(var) => format!("the environment variable `{var}`"),
                 };
+                let bytes = pem_text(pem, env).map_err(|unread| HttpSetupError::Signing {
+                    connection: connection.to_string(),
+                    what: "key",
+                    origin: origin.clone(),
+                    problem: match unread {
+                        PemUnread::File(_, e) => format!("cannot be read: {e}"),
+                        PemUnread::Unset(_) => "is not set".to_string(),
+                    },
+                })?;
                 let bad = |problem: String| HttpSetupError::Signing {
                     connection: connection.to_string(),
                     what: "key",

@@ -95,31 +95,46 @@ fn add_all(roots: &mut RootCertStore, certs: Vec<CertificateDer<'static>>) -> Re
     Ok(())
 }
 
-/// The PEM text of `pem`: a file's content or an environment variable's value.
+/// Why PEM text could not be read.
+pub(crate) enum PemUnread {
+    /// The file, as shown, and the error reading it.
+    File(String, std::io::Error),
+    /// The variable, which is not set.
+    Unset(String),
+}
+
+/// The text of `pem` (a file's content or an environment variable's value), or
+/// why it could not be read; the TLS settings and a signing key read PEM alike.
+pub(crate) fn pem_text(pem: &Pem, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<u8>, PemUnread> {
+    match pem {
+        Pem::File(path) => std::fs::read(path).map_err(|e| PemUnread::File(path.display().to_string(), e)),
+        Pem::Env(name) => env(name).map(OsString::into_encoded_bytes).ok_or_else(|| PemUnread::Unset(name.clone())),
+    }
+}
+
+/// The PEM text of `pem`, and where it was read in words.
 fn read_pem(
     connection: &str,
     key: &'static str,
     pem: &Pem,
     env: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<(Vec<u8>, String), HttpSetupError> {
-    match pem {
-        Pem::File(path) => {
-            let shown = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| HttpSetupError::TlsFile {
-                connection: connection.to_string(),
-                key,
-                file: shown.clone(),
-                problem: format!("cannot be read: {e}"),
-            })?;
-            Ok((bytes, format!("`{shown}`")))
-        }
-        Pem::Env(name) => {
-            let value = env(name).ok_or_else(|| HttpSetupError::TlsMissingEnv {
-                connection: connection.to_string(),
-                key,
-                name: name.clone(),
-            })?;
-            Ok((value.into_encoded_bytes(), format!("the environment variable `{name}`")))
+    match pem_text(pem, env) {
+        Ok(bytes) => Ok((
+            bytes,
+            match pem {
+                Pem::File(path) => format!("`{}`", path.display()),
+                Pem::Env(name) => format!("the environment variable `{name}`"),
+            },
+        )),
+        Err(PemUnread::File(file, e)) => Err(HttpSetupError::TlsFile {
+            connection: connection.to_string(),
+            key,
+            file,
+            problem: format!("cannot be read: {e}"),
+        }),
+        Err(PemUnread::Unset(name)) => {
+            Err(HttpSetupError::TlsMissingEnv { connection: connection.to_string(), key, name })
         }
     }
 }
