@@ -31,6 +31,15 @@ pub const CONNECTION_ATTEMPTS_RANGE: (u32, u32) = (1, 10);
 /// Calls in flight at once through one connection: default and range.
 pub const DEFAULT_MAX_IN_FLIGHT: u32 = 4;
 pub const MAX_IN_FLIGHT_RANGE: (u32, u32) = (1, 256);
+
+/// A connection's `rate:` is at most this many calls a second.
+pub const RATE_MAX_PER_S: u32 = 10_000;
+
+/// A rate's `burst:` when none is given: calls evenly spaced, none at once.
+pub const DEFAULT_RATE_BURST: u32 = 1;
+
+/// A rate's `burst:` takes this range.
+pub const RATE_BURST_RANGE: (u32, u32) = (1, 10_000);
 /// The range of a schedule's `every:`.
 pub const EVERY_RANGE_MS: (u64, u64) = (SECOND_MS, 30 * DAY_MS);
 

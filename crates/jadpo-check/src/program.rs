@@ -69,6 +69,32 @@ pub struct Connection {
     pub tls: Option<Tls>,
     /// How every call is signed (the Standard Webhooks headers), when it is.
     pub signing: Option<Signing>,
+    /// `rate:` (with `burst:`): calls started at most this often, across every
+    /// process of one store.
+    pub rate: Option<Rate>,
+}
+
+/// A connection's rate limit: `count` calls per `per_ms`, of which `burst` may
+/// start at once after a quiet spell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rate {
+    pub count: u32,
+    pub per_ms: u64,
+    pub burst: u32,
+}
+
+impl Rate {
+    /// The time between two calls at the steady rate, in microseconds (a rate
+    /// of 3/s is 333,333 µs apart; the rounding costs at most 1 µs a call).
+    pub fn interval_us(self) -> i64 {
+        (self.per_ms as i64).saturating_mul(1000) / i64::from(self.count.max(1))
+    }
+
+    /// How long `n` calls take at this rate, the first `burst` at once.
+    pub fn drain_ms(self, n: u64) -> u64 {
+        let spaced = n.saturating_sub(u64::from(self.burst));
+        (spaced.saturating_mul(self.interval_us() as u64)).div_ceil(1000)
+    }
 }
 
 /// The prefix of a Standard Webhooks secret: `whsec_` and the key in base64.
@@ -167,6 +193,75 @@ pub struct Subscriber {
     pub budget: Budget,
     /// The run's time limit.
     pub timeout_ms: u64,
+    /// `where:`: the events it takes; an event the filter refuses makes no
+    /// delivery for it.
+    pub filter: Option<Filter>,
+    /// `order_by: event.FIELD`: deliveries with one value of the field run one at a
+    /// time, in event order.
+    pub order_by: Option<String>,
+}
+
+/// A subscriber's `where:`, resolved: the field names are the event's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Filter {
+    /// Every one holds.
+    All(Vec<Filter>),
+    /// At least one holds.
+    Any(Vec<Filter>),
+    Not(Box<Filter>),
+    /// `left OP right`, of one type (an int beside a float compares as a float).
+    Compare { left: Operand, op: CompareOp, right: Operand, ty: BaseType },
+    /// `event.FIELD in [...]`, or `not in`.
+    In { field: String, values: Vec<Literal>, negated: bool, ty: BaseType },
+    /// A `bool` field alone: it is present and true.
+    True(String),
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operand {
+    Field(String),
+    Literal(Literal),
+}
+
+/// A comparison's operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareOp {
+    /// The operator with its sides swapped: `a < b` is `b > a`.
+    pub fn flipped(self) -> CompareOp {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::Le => CompareOp::Ge,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::Ge => CompareOp::Le,
+            other => other,
+        }
+    }
+
+    /// Whether `ordering` (left against right) satisfies the operator.
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareOp::Eq => ordering == Equal,
+            CompareOp::Ne => ordering != Equal,
+            CompareOp::Lt => ordering == Less,
+            CompareOp::Le => ordering != Greater,
+            CompareOp::Gt => ordering == Greater,
+            CompareOp::Ge => ordering != Less,
+        }
+    }
 }
 
 /// An action call with its arguments, in parameter order.

@@ -80,6 +80,7 @@ codes! {
     ConnectionHeaderReserved = "connection.header_reserved", Error, "a connection's `headers:` sets `Idempotency-Key` or `Content-Type`, which jadpo sets";
     ConnectionTlsInvalid = "connection.tls_invalid", Error, "a connection's `tls:` has a value of the wrong kind, a client certificate without its key, `only_ca` without `ca`, or an `http` url";
     ConnectionSigningInvalid = "connection.signing_invalid", Error, "a connection's `signing:` writes a secret in the program, gives both `secret:` and `key:` or neither, or has a value of the wrong kind";
+    ConnectionRateInvalid = "connection.rate_invalid", Error, "a connection's `rate:` is not a count per `s`, `m` or `h` from 1/h to 10000/s, or its `burst:` is not an integer from 1 to 10000";
     ActionMissingVia = "action.missing_via", Error, "an action has no `via:`";
     ActionUnknownConnection = "action.unknown_connection", Error, "an action's `via:` names no declared connection";
     ActionParamTypeUnknown = "action.param_type_unknown", Error, "a parameter type that is not one of the five";
@@ -89,6 +90,8 @@ codes! {
     SubscriberUnknownEvent = "subscriber.unknown_event", Error, "a subscriber's `on:` names no declared event";
     SubscriberRetryInvalid = "subscriber.retry_invalid", Error, "a subscriber's `retry:` budget is out of range or malformed";
     SubscriberTimeoutInvalid = "subscriber.timeout_invalid", Error, "a subscriber's `timeout:` is not a duration from 1s to 15m";
+    SubscriberWhereInvalid = "subscriber.where_invalid", Error, "a subscriber's `where:` names a field its event lacks, compares values of different types, or is not a condition";
+    SubscriberOrderByInvalid = "subscriber.order_by_invalid", Error, "a subscriber's `order_by:` is not a `string` or `int` field of its event";
     SubscriberRetryUnreachable = "subscriber.retry_unreachable", Warning, "the budget's window cannot fit its attempts on average";
     RunUnknownAction = "run.unknown_action", Error, "a `run:` calls no declared action";
     RunArityMismatch = "run.arity_mismatch", Error, "a `run:` passes more or fewer arguments than the action takes";

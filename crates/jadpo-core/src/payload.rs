@@ -4,7 +4,8 @@
 use crate::codes::RuntimeCode;
 use crate::store::{NewDelivery, NewEvent};
 use jadpo_check::builtin::is_builtin_event;
-use jadpo_check::program::{Arg, BaseType, Call, Event, Literal, Program};
+use jadpo_check::program::{Arg, BaseType, Call, CompareOp, Event, Filter, Literal, Operand, Program};
+use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 /// Why a payload was refused.
@@ -148,7 +149,7 @@ pub fn new_event_from_value(program: &Program, name: &str, value: &Value) -> Res
         .subscribers
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.event == index)
+        .filter(|(_, s)| s.event == index && s.filter.as_ref().is_none_or(|f| holds(f, value)))
         .map(|(i, s)| NewDelivery {
             subscriber: s.name.clone(),
             connection: program
@@ -156,9 +157,62 @@ pub fn new_event_from_value(program: &Program, name: &str, value: &Value) -> Res
                 .get(program.subscriber_connection(i))
                 .map(|c| c.name.clone())
                 .unwrap_or_default(),
+            order_key: s.order_by.as_deref().and_then(|f| order_key(value.get(f)?)),
         })
         .collect();
     Ok(NewEvent { name: name.to_string(), payload: value.to_string(), deliveries })
+}
+
+/// Whether a validated payload passes a subscriber's `where:`. A field left out
+/// (an optional one) is unequal to every value: a comparison with it holds only
+/// for `!=`, and `in` only when negated.
+pub fn holds(filter: &Filter, payload: &Value) -> bool {
+    match filter {
+        Filter::All(all) => all.iter().all(|f| holds(f, payload)),
+        Filter::Any(any) => any.iter().any(|f| holds(f, payload)),
+        Filter::Not(f) => !holds(f, payload),
+        Filter::True(field) => payload.get(field).and_then(Value::as_bool) == Some(true),
+        Filter::Compare { left, op, right, ty } => {
+            let side = |o: &Operand| match o {
+                Operand::Field(f) => payload.get(f).filter(|v| !v.is_null()).cloned(),
+                Operand::Literal(l) => Some(literal(l)),
+            };
+            match (side(left), side(right)) {
+                (Some(l), Some(r)) => compare(&l, &r, *ty).is_some_and(|o| op.holds(o)),
+                _ => *op == CompareOp::Ne,
+            }
+        }
+        Filter::In { field, values, negated, ty } => {
+            let found = payload.get(field).filter(|v| !v.is_null()).is_some_and(|v| {
+                values.iter().any(|l| compare(v, &literal(l), *ty) == Some(Ordering::Equal))
+            });
+            found != *negated
+        }
+    }
+}
+
+/// Two JSON values of a filter's type, ordered; `None` when either is not of it.
+fn compare(l: &Value, r: &Value, ty: BaseType) -> Option<Ordering> {
+    match ty {
+        BaseType::Int => Some(l.as_i64()?.cmp(&r.as_i64()?)),
+        BaseType::Float => l.as_f64()?.partial_cmp(&r.as_f64()?),
+        BaseType::String => Some(l.as_str()?.cmp(r.as_str()?)),
+        BaseType::Bool => Some(l.as_bool()?.cmp(&r.as_bool()?)),
+        BaseType::Time => {
+            let t = |v: &Value| v.as_str()?.parse::<jiff::Timestamp>().ok();
+            Some(t(l)?.cmp(&t(r)?))
+        }
+    }
+}
+
+/// A delivery's ordering key from its `order_by:` field's value: the string, or
+/// the integer written in decimal; none when the field was left out.
+pub fn order_key(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// A literal of the language as JSON.

@@ -16,7 +16,7 @@
 //! that entry.
 
 use jadpo_syntax::ast::{
-    Block, Body, Comment, CommentKind, Decl, DeclKind, Entry, File, Item, Param, Span, Step, StepKind, Value, ValueKind,
+    Block, Expr, Body, Comment, CommentKind, Decl, DeclKind, Entry, File, Item, Param, Span, Step, StepKind, Value, ValueKind,
 };
 use jadpo_syntax::{Parsed, SyntaxError, parse};
 use std::fmt;
@@ -503,7 +503,11 @@ impl<'s> Printer<'s> {
     fn value(&mut self, value: &Value<'_>, reserve: usize) {
         self.tok(value.span.start);
         match &value.kind {
-            ValueKind::Str(_) | ValueKind::Int(_) | ValueKind::Duration(_) | ValueKind::Bool(_) => {
+            ValueKind::Str(_)
+            | ValueKind::Int(_)
+            | ValueKind::Duration(_)
+            | ValueKind::Bool(_)
+            | ValueKind::Rate(_) => {
                 // Literals as written: `1_250` stays `1_250`, `90m` stays `90m`.
                 self.out.push_str(self.src.get(value.span.range()).unwrap_or(""));
             }
@@ -525,6 +529,48 @@ impl<'s> Printer<'s> {
             ValueKind::List(items) => {
                 let close = value.span.end.saturating_sub(1);
                 self.list(items, value.span.start, value.span.start, close, LIST, reserve, |p, item| p.item(item, 1));
+            }
+            ValueKind::Expr(expr) => self.condition(expr, value.span, reserve),
+        }
+    }
+
+    /// Writes a condition on one line, one space around each operator; a list
+    /// after `in` breaks as any list does.
+    fn condition(&mut self, expr: &Expr<'_>, span: Span, reserve: usize) {
+        match expr {
+            Expr::And(operands) | Expr::Or(operands) => {
+                let word = if matches!(expr, Expr::And(_)) { " and " } else { " or " };
+                for (i, operand) in operands.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(word);
+                    }
+                    self.value(operand, if i + 1 == operands.len() { reserve } else { 0 });
+                }
+            }
+            Expr::Not { operand, span } => {
+                self.tok(span.start);
+                self.out.push_str("not ");
+                self.value(operand, reserve);
+            }
+            Expr::Compare { op, op_span, left, right } => {
+                self.value(left, 0);
+                self.tok(op_span.start);
+                self.out.push(' ');
+                self.out.push_str(op.as_str());
+                self.out.push(' ');
+                self.value(right, reserve);
+            }
+            Expr::In { left, list, negated, op_span } => {
+                self.value(left, 0);
+                self.tok(op_span.start);
+                self.out.push_str(if *negated { " not in " } else { " in " });
+                self.value(list, reserve);
+            }
+            Expr::Paren(inner) => {
+                self.out.push('(');
+                self.value(inner, reserve + 1);
+                self.tok(span.end.saturating_sub(1));
+                self.out.push(')');
             }
         }
     }

@@ -284,7 +284,7 @@ fn emit_due(store: &PgStore, due: i64) {
     let event = NewEvent {
         name: "Paid".into(),
         payload: "{}".into(),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     };
     store.emit(&[event], due).expect("emit");
 }
@@ -443,7 +443,7 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
         [2, 3].into_iter().map(|id| UnexpandedEvent { id, name: "Paid".into(), payload: "{}".into() }).collect();
     // Event 2 was expanded (found invalid) after it was read.
     tx.batch_execute("UPDATE jadpo.events SET expanded = true, invalid_code = 'theirs' WHERE id = 2").expect("meddle");
-    let to_rec = || Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }]);
+    let to_rec = || Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }]);
     let report =
         super::events::write_expansions(&mut tx, "\"jadpo\"", read, vec![to_rec(), to_rec()], T0).expect("write");
     assert_eq!(report.expanded, vec![Expanded { id: 3, deliveries: 1 }], "only the event still waiting");

@@ -21,7 +21,7 @@ fn store() -> SqliteStore {
     let event = NewEvent {
         name: "Paid".into(),
         payload: "{}".into(),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     };
     store.emit(&[event], T0).expect("emit");
     store

@@ -167,6 +167,55 @@ pub enum ValueKind<'a> {
     },
     Block(Block<'a>),
     List(Vec<Item<'a>>),
+    /// `50/s` as written: a count over a unit, read by the checker.
+    Rate(&'a str),
+    /// A condition: comparisons joined by `and`, `or` and `not` (a subscriber's
+    /// `where:`).
+    Expr(Box<Expr<'a>>),
+}
+
+/// A condition's node. `and` and `or` keep their operands in one list, and `not`
+/// takes a comparison or a parenthesised condition, so a condition nests only as
+/// deep as its parentheses (which count towards [`crate::lexer::MAX_NESTING`]).
+#[derive(Debug, Clone)]
+pub enum Expr<'a> {
+    /// `a and b and c`: two or more operands.
+    And(Vec<Value<'a>>),
+    /// `a or b or c`: two or more operands.
+    Or(Vec<Value<'a>>),
+    /// `not a`; `span` is the keyword's.
+    Not { operand: Value<'a>, span: Span },
+    /// `left OP right`.
+    Compare { op: CompareOp, op_span: Span, left: Value<'a>, right: Value<'a> },
+    /// `left in [a, b]`, or `not in` when `negated`.
+    In { left: Value<'a>, list: Value<'a>, negated: bool, op_span: Span },
+    /// `( condition )`, kept so that the text can be written back as it was.
+    Paren(Value<'a>),
+}
+
+/// A comparison's operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "==",
+            CompareOp::Ne => "!=",
+            CompareOp::Lt => "<",
+            CompareOp::Le => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::Ge => ">=",
+        }
+    }
 }
 
 /// A list item, with its repetition (`unavailable * 5`) if any.
@@ -229,6 +278,8 @@ impl<'a> ValueKind<'a> {
             ValueKind::Call { .. } => "a call",
             ValueKind::Block(_) => "a block",
             ValueKind::List(_) => "a list",
+            ValueKind::Rate(_) => "a rate",
+            ValueKind::Expr(_) => "a condition",
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::{
     SyntaxError, SyntaxErrorKind,
-    ast::{Comment, CommentKind, Span},
+    ast::{Comment, CommentKind, CompareOp, Span},
 };
 use logos::Logos;
 use std::borrow::Cow;
@@ -29,6 +29,9 @@ enum Raw {
     Str(bool),
     #[regex(r"[0-9][0-9A-Za-z_]*")]
     Number,
+    /// `50/s`: a count over a unit, one token as a duration is.
+    #[regex(r"[0-9][0-9_]*/[A-Za-z]+")]
+    Rate,
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]
     Ident,
     #[token("event")]
@@ -59,6 +62,26 @@ enum Raw {
     Expect,
     #[token("breaker")]
     Breaker,
+    #[token("and")]
+    And,
+    #[token("or")]
+    Or,
+    #[token("not")]
+    Not,
+    #[token("in")]
+    In,
+    #[token("==")]
+    EqEq,
+    #[token("!=")]
+    NotEq,
+    #[token("<")]
+    Lt,
+    #[token("<=")]
+    LtEq,
+    #[token(">")]
+    Gt,
+    #[token(">=")]
+    GtEq,
     #[token("{")]
     LBrace,
     #[token("}")]
@@ -148,6 +171,8 @@ pub enum Tok<'a> {
     Int(i64),
     /// Milliseconds.
     Duration(u64),
+    /// `50/s` as written; the checker reads the count and the unit.
+    Rate(&'a str),
     Event,
     /// `event` directly followed by `.`: the head of a path such as `event.id`, never
     /// the start of a declaration. Telling the two apart here keeps error recovery
@@ -166,6 +191,12 @@ pub enum Tok<'a> {
     Retry,
     Expect,
     Breaker,
+    And,
+    Or,
+    Not,
+    In,
+    /// A comparison: `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    Compare(CompareOp),
     LBrace,
     RBrace,
     LParen,
@@ -186,6 +217,7 @@ impl fmt::Display for Tok<'_> {
             Tok::Str(_) => "a string",
             Tok::Int(_) => "an integer",
             Tok::Duration(_) => "a duration",
+            Tok::Rate(_) => "a rate",
             Tok::Event | Tok::EventRef => "`event`",
             Tok::Connection => "`connection`",
             Tok::Action => "`action`",
@@ -200,6 +232,11 @@ impl fmt::Display for Tok<'_> {
             Tok::Retry => "`retry`",
             Tok::Expect => "`expect`",
             Tok::Breaker => "`breaker`",
+            Tok::And => "`and`",
+            Tok::Or => "`or`",
+            Tok::Not => "`not`",
+            Tok::In => "`in`",
+            Tok::Compare(op) => return write!(f, "`{}`", op.as_str()),
             Tok::LBrace => "`{`",
             Tok::RBrace => "`}`",
             Tok::LParen => "`(`",
@@ -344,6 +381,10 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 | Raw::Retry
                 | Raw::Expect
                 | Raw::Breaker
+                | Raw::And
+                | Raw::Or
+                | Raw::Not
+                | Raw::In
                     if field_name =>
                 {
                     Tok::Ident(text)
@@ -391,6 +432,17 @@ impl<'a, 'e> Lexer<'a, 'e> {
                 Raw::Retry => Tok::Retry,
                 Raw::Expect => Tok::Expect,
                 Raw::Breaker => Tok::Breaker,
+                Raw::And => Tok::And,
+                Raw::Or => Tok::Or,
+                Raw::Not => Tok::Not,
+                Raw::In => Tok::In,
+                Raw::EqEq => Tok::Compare(CompareOp::Eq),
+                Raw::NotEq => Tok::Compare(CompareOp::Ne),
+                Raw::Lt => Tok::Compare(CompareOp::Lt),
+                Raw::LtEq => Tok::Compare(CompareOp::Le),
+                Raw::Gt => Tok::Compare(CompareOp::Gt),
+                Raw::GtEq => Tok::Compare(CompareOp::Ge),
+                Raw::Rate => Tok::Rate(text),
                 Raw::LBrace | Raw::LParen | Raw::LBracket => {
                     self.depth += 1;
                     if self.depth > MAX_NESTING + 1 {

@@ -214,5 +214,7 @@ fn source_text(value: &Value<'_>) -> String {
         ValueKind::Str(s) => format!("\"{s}\""),
         ValueKind::Int(n) => n.to_string(),
         ValueKind::Bool(b) => b.to_string(),
+        ValueKind::Rate(r) => r.to_string(),
+        ValueKind::Expr(_) => "a condition".into(),
     }
 }

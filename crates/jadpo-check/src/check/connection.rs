@@ -11,7 +11,9 @@ use jadpo_syntax::ast::{Block, Decl, Entry, Value, ValueKind};
 use std::path::Path;
 
 /// The keys of a connection.
-const KEYS: &[&str] = &["url", "timeout", "retry", "headers", "max_in_flight", "tls", "signing"];
+const KEYS: &[&str] = &["url", "timeout", "retry", "headers", "max_in_flight", "tls", "signing", "rate", "burst"];
+
+const RATE_HELP: &str = "write a count per second, minute or hour, such as `rate: 50/s` or `rate: 600/m`";
 
 /// The keys of a connection's `tls:` block.
 const TLS_KEYS: &[&str] = &["ca", "only_ca", "client_cert", "client_key"];
@@ -67,6 +69,7 @@ impl<'a> Cx<'_, 'a> {
         });
         let tls = keys.get("tls").and_then(|e| self.tls(file, e, &url));
         let signing = keys.get("signing").and_then(|e| self.signing(file, e));
+        let rate = self.rate(file, keys.get("rate"), keys.get("burst"));
         if self.lower == Lower::Yes && self.error_count() == errors_before {
             let connection = p::Connection {
                 name: decl.name.text.to_string(),
@@ -77,9 +80,58 @@ impl<'a> Cx<'_, 'a> {
                 max_in_flight: max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
                 tls,
                 signing,
+                rate,
             };
             self.keep(index, Resolved::Connection(connection));
         }
+    }
+
+    /// A connection's `rate:` with its `burst:`, lowered when both are valid.
+    fn rate(&mut self, file: usize, rate: Option<&Entry<'a>>, burst: Option<&Entry<'a>>) -> Option<p::Rate> {
+        let code = Code::ConnectionRateInvalid;
+        let burst = match burst {
+            Some(e) if rate.is_none() => {
+                self.push(
+                    Diagnostic::new(code, file, e.key.span, "`burst:` without `rate:` limits nothing")
+                        .help("add `rate:`, such as `rate: 50/s`, or remove `burst:`"),
+                );
+                return None;
+            }
+            Some(e) => Some(self.int_in(file, &e.value, RATE_BURST_RANGE, code, "`burst:`")?),
+            None => None,
+        };
+        let value = &rate?.value;
+        let ValueKind::Rate(text) = value.kind else {
+            self.push(
+                Diagnostic::new(code, file, value.span, format!("`rate:` takes a rate, found {}", value.kind.describe()))
+                    .help(RATE_HELP),
+            );
+            return None;
+        };
+        let (count, unit) = text.split_once('/').unwrap_or((text, ""));
+        let per_ms = match unit {
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => {
+                self.push(
+                    Diagnostic::new(code, file, value.span, format!("`{unit}` is not a rate's unit"))
+                        .help(format!("a rate is counted per `s`, `m` or `h`; {RATE_HELP}")),
+                );
+                return None;
+            }
+        };
+        let count = jadpo_syntax::lexer::parse_int(count).unwrap_or(i64::MAX);
+        // The steadiest rate is one call an hour; the fastest, RATE_MAX_PER_S a second.
+        let per_s = count as f64 * 1000.0 / per_ms as f64;
+        if count < 1 || per_s > RATE_MAX_PER_S as f64 {
+            self.push(
+                Diagnostic::new(code, file, value.span, format!("`{text}` is out of range: a rate is from 1/h to {RATE_MAX_PER_S}/s"))
+                    .help(RATE_HELP),
+            );
+            return None;
+        }
+        Some(p::Rate { count: count as u32, per_ms, burst: burst.unwrap_or(DEFAULT_RATE_BURST) })
     }
 
     /// A connection's `tls:` block, lowered when it is valid. `url` is the

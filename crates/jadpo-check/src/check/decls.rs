@@ -173,7 +173,7 @@ impl<'a> Cx<'_, 'a> {
     }
 
     pub(super) fn subscriber(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
-        let keys = self.keys(file, decl, block, &["on", "run", "retry", "timeout"], &[]);
+        let keys = self.keys(file, decl, block, &["on", "run", "retry", "timeout", "where", "order_by"], &[]);
         // `Some(None)`: the event is unknown or did not parse; its fields are not checked.
         let event: Option<Option<usize>> = match keys.get("on") {
             None => {
@@ -248,8 +248,13 @@ impl<'a> Cx<'_, 'a> {
                 .unwrap_or(DEFAULT_RUN_TIMEOUT_MS),
             None => DEFAULT_RUN_TIMEOUT_MS,
         };
-        if let (Some(event), Some(call)) = (event, call) {
-            self.keep(index, Resolved::Subscriber { event, call, budget, timeout_ms });
+        let errors_before = self.error_count();
+        let filter = keys.get("where").and_then(|e| self.condition(file, &e.value, event));
+        let order_by = keys.get("order_by").and_then(|e| self.order_by(file, &e.value, event));
+        if let (Some(event), Some(call)) = (event, call)
+            && self.error_count() == errors_before
+        {
+            self.keep(index, Resolved::Subscriber { event, call, budget, timeout_ms, filter, order_by });
         }
     }
 

@@ -56,7 +56,7 @@ impl Cx<'_, '_> {
         let mut subscribers = Vec::new();
         for (i, &(_, decl)) in self.decls.iter().enumerate() {
             match (decl.kind, &self.resolved[i]) {
-                (DeclKind::Subscriber, Resolved::Subscriber { event, call: c, budget, timeout_ms }) => {
+                (DeclKind::Subscriber, Resolved::Subscriber { event, call: c, budget, timeout_ms, filter, order_by }) => {
                     subscribers.push((i, prog.subscribers.len()));
                     prog.subscribers.push(p::Subscriber {
                         name: decl.name.text.to_string(),
@@ -64,6 +64,8 @@ impl Cx<'_, '_> {
                         call: call(c)?,
                         budget: *budget,
                         timeout_ms: *timeout_ms,
+                        filter: filter.clone(),
+                        order_by: order_by.clone(),
                     });
                 }
                 (DeclKind::Schedule, Resolved::Schedule { every_ms, call: c }) => prog.schedules.push(p::Schedule {

@@ -8,6 +8,7 @@
 
 mod calls;
 mod connection;
+mod filter;
 mod decls;
 mod lower;
 mod names;
@@ -143,6 +144,8 @@ enum Resolved {
         call: p::Call,
         budget: p::Budget,
         timeout_ms: u64,
+        filter: Option<p::Filter>,
+        order_by: Option<String>,
     },
     Schedule {
         every_ms: u64,

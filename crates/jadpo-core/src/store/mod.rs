@@ -205,6 +205,10 @@ pub struct NewDelivery {
     pub subscriber: String,
     /// The connection its action calls through.
     pub connection: String,
+    /// Its subscriber's `order_by:` value: deliveries of one subscriber with one
+    /// key run one at a time, in event order. `None` for an unordered subscriber,
+    /// or an event that left the field out.
+    pub order_key: Option<String>,
 }
 
 /// A delivery found due by a claim, before the core decides.

@@ -17,7 +17,7 @@ use std::sync::{Barrier, Mutex};
 /// other name is unknown.
 fn expansion(e: &UnexpandedEvent) -> Expansion {
     if e.name == "Paid" {
-        Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }])
+        Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }])
     } else {
         Expansion::Invalid { code: "ingest.unknown_event".into(), reason: format!("no event `{}` is declared", e.name) }
     }
@@ -129,7 +129,7 @@ fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
 fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
     let store = f.open();
     let to = |subscribers: &[&str]| -> Vec<NewDelivery> {
-        subscribers.iter().map(|s| NewDelivery { subscriber: (*s).into(), connection: "c".into() }).collect()
+        subscribers.iter().map(|s| NewDelivery { subscriber: (*s).into(), connection: "c".into(), order_key: None }).collect()
     };
     // A batch with two deliveries, none and one: each event names only its own.
     let batch: Vec<NewEvent> = [to(&["rec", "audit"]), to(&[]), to(&["rec"])]

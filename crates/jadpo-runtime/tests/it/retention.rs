@@ -48,8 +48,8 @@ fn a_store_with_every_state(f: &dyn Fixture) -> Box<dyn Store> {
         name: "Paid".into(),
         payload: r#"{"id":"p9"}"#.into(),
         deliveries: vec![
-            NewDelivery { subscriber: "rec".into(), connection: "c".into() },
-            NewDelivery { subscriber: "rec".into(), connection: "c".into() },
+            NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None },
+            NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None },
         ],
     };
     store.emit(&[two], T0).expect("emit");

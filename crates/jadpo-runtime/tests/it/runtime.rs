@@ -50,7 +50,7 @@ fn emit(store: &SqliteStore) {
     let event = NewEvent {
         name: "Paid".into(),
         payload: r#"{"id":"p1"}"#.into(),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     };
     store.emit(&[event], T0).expect("emit");
 }
@@ -147,8 +147,8 @@ fn a_failing_connection_gets_five_attempts_plus_those_in_flight_before_the_rest_
             name: "Paid".into(),
             payload: format!(r#"{{"id":"p{i}"}}"#),
             deliveries: vec![
-                NewDelivery { subscriber: "charge".into(), connection: "down".into() },
-                NewDelivery { subscriber: "audit".into(), connection: "up".into() },
+                NewDelivery { subscriber: "charge".into(), connection: "down".into(), order_key: None },
+                NewDelivery { subscriber: "audit".into(), connection: "up".into(), order_key: None },
             ],
         })
         .collect();
@@ -217,7 +217,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
         .map(|i| NewEvent {
             name: "Paid".into(),
             payload: format!(r#"{{"id":"p{i}"}}"#),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
         })
         .collect();
     let clock = Arc::new(SystemClock);
@@ -268,7 +268,7 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     let event = |i: usize| NewEvent {
         name: "Paid".into(),
         payload: format!(r#"{{"id":"p{i}"}}"#),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     };
     let clock = Arc::new(SystemClock);
     let hang = parse_answers("hang").expect("a script");
@@ -337,7 +337,7 @@ fn a_failure_written_during_a_claim_still_holds_that_claim_on_postgres() {
         .map(|i| NewEvent {
             name: "Paid".into(),
             payload: format!(r#"{{"id":"p{i}"}}"#),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
         })
         .collect();
     store.emit(&events, T0).expect("emit");
@@ -420,7 +420,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
         .map(|i| NewEvent {
             name: "Paid".into(),
             payload: format!(r#"{{"id":"p{i}"}}"#),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
         })
         .collect();
     store.emit(&events, clock.now_ms()).expect("emit");

@@ -27,7 +27,7 @@ pub fn event(n: usize) -> NewEvent {
     NewEvent {
         name: "Paid".into(),
         payload: format!(r#"{{"id":"p{n}"}}"#),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into() }],
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     }
 }
 
