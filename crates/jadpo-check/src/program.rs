@@ -445,16 +445,20 @@ pub enum DeliveryState {
     Succeeded,
     Failed,
     Parked,
+    /// Ended by an operator (`jadpoc deliveries skip`), never run again unless
+    /// retried.
+    Skipped,
 }
 
 impl DeliveryState {
-    pub const ALL: [DeliveryState; 6] = [
+    pub const ALL: [DeliveryState; 7] = [
         DeliveryState::Pending,
         DeliveryState::Running,
         DeliveryState::Held,
         DeliveryState::Succeeded,
         DeliveryState::Failed,
         DeliveryState::Parked,
+        DeliveryState::Skipped,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -465,6 +469,7 @@ impl DeliveryState {
             DeliveryState::Succeeded => "succeeded",
             DeliveryState::Failed => "failed",
             DeliveryState::Parked => "parked",
+            DeliveryState::Skipped => "skipped",
         }
     }
 

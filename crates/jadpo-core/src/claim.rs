@@ -16,7 +16,7 @@
 //! up is decided here, in one place.
 
 use crate::rules::breaker::BreakerRow;
-use crate::rules::{ClaimDecision, Failure, Record};
+use crate::rules::{self, ClaimDecision, Failure, Record};
 use crate::store::{
     ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, end_reason_at_claim,
 };
@@ -39,6 +39,9 @@ pub struct ClaimRow {
     pub event: String,
     /// Its event's JSON payload.
     pub payload: String,
+    /// Whether it has an ordering key (`order_by:`): it was read only once no
+    /// earlier delivery of its key held it back.
+    pub ordered: bool,
 }
 
 /// A delivery's row as a claim read it: every change the claim makes to it is
@@ -132,14 +135,18 @@ pub struct RowWrite {
     pub failure: LastFailure,
     /// Why it ended, when the claim ends it.
     pub end_reason: Option<&'static str>,
+    /// The start of its `within:` window (moved by an ordered delivery's first
+    /// claim, see [`rules::window_start_at_claim`](crate::rules::window_start_at_claim)).
+    pub budget_start: i64,
 }
 
 impl RowWrite {
     /// What `decision` writes on a row read with `attempts`; `None` for a row
     /// the claim leaves as it is.
-    pub fn of(decision: &ClaimDecision, attempts: u32) -> Option<RowWrite> {
+    pub fn of(decision: &ClaimDecision, attempts: u32, budget_start: i64) -> Option<RowWrite> {
         let end_reason = end_reason_at_claim(decision);
         let write = |state, attempts, due_at, stamps_claim, holds, failure| RowWrite {
+            budget_start,
             state,
             attempts,
             due_at,
@@ -207,6 +214,7 @@ pub trait BreakerRows {
 pub fn plan<B: BreakerRows>(
     rows: &mut [ClaimRow],
     breakers: &mut B,
+    now_ms: i64,
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
 ) -> Result<ClaimPlan, B::Error> {
     // Each connection's breaker as this claim leaves it.
@@ -223,6 +231,8 @@ pub fn plan<B: BreakerRows>(
             }
         };
         row.candidate.breaker = current.clone().unwrap_or_default();
+        let record = &mut row.candidate.record;
+        record.budget_start_ms = rules::window_start_at_claim(record, row.ordered, now_ms);
         let (mut decision, next_breaker) = decide(&row.candidate);
         if let Some(next) = next_breaker {
             // This claim is the probe; if another process changed the breaker
@@ -233,7 +243,7 @@ pub fn plan<B: BreakerRows>(
                 decision = decision.held();
             }
         }
-        match RowWrite::of(&decision, row.candidate.record.attempts) {
+        match RowWrite::of(&decision, row.candidate.record.attempts, row.candidate.record.budget_start_ms) {
             Some(write) => plan.changes.push(Change { row: i, decision, write }),
             None => plan.left.push(i),
         }
@@ -370,6 +380,7 @@ mod tests {
             event_id: id,
             event: "Paid".into(),
             payload: "{}".into(),
+            ordered: false,
         }
     }
 
@@ -394,7 +405,7 @@ mod tests {
             row(3, "up", DeliveryState::Pending),
         ];
         let mut seen = Vec::new();
-        let plan = plan(&mut rows, &mut breakers, &mut |c| {
+        let plan = plan(&mut rows, &mut breakers, T0, &mut |c| {
             seen.push((c.id, c.breaker.clone()));
             (ClaimDecision::Skip, None)
         })
@@ -419,7 +430,7 @@ mod tests {
             let mut breakers = Rows { lose_writes: lose, ..Rows::default() };
             breakers.rows.insert("c".into(), open.clone());
             let mut rows = vec![row(1, "c", DeliveryState::Pending), row(2, "c", DeliveryState::Pending)];
-            let plan = plan(&mut rows, &mut breakers, &mut decide).expect("plan");
+            let plan = plan(&mut rows, &mut breakers, T0, &mut decide).expect("plan");
             let states: Vec<DeliveryState> = plan.changes.iter().map(|c| c.write.state).collect();
             let expected = if lose {
                 // Another process took the probe: this claim holds both.
@@ -436,15 +447,15 @@ mod tests {
     fn what_each_decision_writes() {
         let failure = Failure::lease_expired();
         let hold = ClaimDecision::Hold { lease_expired: false, failure: Some(failure.clone()) };
-        let w = RowWrite::of(&hold, 2).expect("a hold writes");
+        let w = RowWrite::of(&hold, 2, T0).expect("a hold writes");
         assert_eq!((w.state, w.attempts, w.due_at, w.lease_until), (DeliveryState::Held, 2, None, None));
         assert!(w.holds && !w.stamps_claim);
         assert_eq!(w.failure, LastFailure::Set(Some(failure.clone())));
-        let w = RowWrite::of(&run(3, false), 2).expect("a run writes");
+        let w = RowWrite::of(&run(3, false), 2, T0).expect("a run writes");
         assert_eq!((w.state, w.attempts), (DeliveryState::Running, 3));
         assert_eq!((w.due_at, w.lease_until), (Some(T0 + 31_000), Some(T0 + 31_000)), "a lease's end is its due time");
         assert!(w.stamps_claim && !w.holds);
-        let w = RowWrite::of(&ClaimDecision::Handled, 2).expect("handled writes");
+        let w = RowWrite::of(&ClaimDecision::Handled, 2, T0).expect("handled writes");
         assert_eq!(
             (w.state, w.failure.clone(), w.end_reason),
             (DeliveryState::Succeeded, LastFailure::Kept, Some("handled"))
@@ -454,9 +465,9 @@ mod tests {
             because: crate::rules::FailedBecause::PastWindow,
             lease_expired: false,
         };
-        let w = RowWrite::of(&give_up, 2).expect("giving up writes");
+        let w = RowWrite::of(&give_up, 2, T0).expect("giving up writes");
         assert_eq!((w.state, w.end_reason), (DeliveryState::Failed, Some("past_window")));
-        assert_eq!(RowWrite::of(&ClaimDecision::Skip, 2), None);
+        assert_eq!(RowWrite::of(&ClaimDecision::Skip, 2, T0), None);
     }
 
     #[test]
@@ -472,7 +483,7 @@ mod tests {
             lease_expired,
         };
         let mut decisions = vec![(give_up(true), None), (run(1, false), None), (run(1, false), None)].into_iter();
-        let plan = plan(&mut rows, &mut Rows::default(), &mut |_| decisions.next().expect("a decision")).expect("plan");
+        let plan = plan(&mut rows, &mut Rows::default(), T0, &mut |_| decisions.next().expect("a decision")).expect("plan");
         // Row 3's statement did not match (another process took it).
         let settled = settle(&rows, &plan, &[0, 1], T0);
         assert_eq!(settled.report.run.iter().map(|c| c.id).collect::<Vec<_>>(), [2]);

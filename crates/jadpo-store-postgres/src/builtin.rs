@@ -134,13 +134,15 @@ impl<'a> DeliveryIds<'a> {
         u.add("id", "bigint", kept.iter().map(|k| k.0).collect::<Vec<i64>>())
             .add("event_id", "bigint", kept.iter().map(|k| k.1).collect::<Vec<i64>>())
             .add("subscriber", "text", kept.iter().map(|k| k.2.subscriber.as_str()).collect::<Vec<&str>>())
-            .add("connection", "text", kept.iter().map(|k| k.2.connection.as_str()).collect::<Vec<&str>>());
+            .add("connection", "text", kept.iter().map(|k| k.2.connection.as_str()).collect::<Vec<&str>>())
+            .add("order_key", "text", kept.iter().map(|k| k.2.order_key.as_deref()).collect::<Vec<Option<&str>>>());
         tx.execute(
             &q(
                 &format!(
                     "INSERT INTO {{s}}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
-                     budget_start, held_ms, created_at) \
-                     SELECT id, event_id, subscriber, connection, 'pending', 0, $1::bigint, $1::bigint, 0, $1::bigint \
+                     budget_start, held_ms, created_at, order_key) \
+                     SELECT id, event_id, subscriber, connection, 'pending', 0, $1::bigint, $1::bigint, 0, $1::bigint, \
+                     order_key \
                      FROM {}",
                     u.rows_clause(2)
                 ),

@@ -73,6 +73,13 @@ fn position(row: &ClaimRow) -> (i64, i64) {
     (row.due_at.unwrap_or(i64::MIN), row.candidate.id)
 }
 
+/// A pending delivery (`d`) no earlier delivery of its key holds back: unordered,
+/// or every earlier one of its subscriber and key has ended
+/// ([`jadpo_core::rules::BLOCKS_ITS_KEY`] lists the states that hold it back).
+pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM {s}.deliveries b \
+     WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
+     AND b.state IN ('pending', 'running', 'held', 'parked')))";
+
 pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -89,11 +96,15 @@ pub(super) fn read_rows(
         &format!(
             "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
              d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
-             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload \
+             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload, \
+             d.order_key IS NOT NULL AS ordered \
              FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
+             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3){} \
              ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
-            of.as_str()
+            of.as_str(),
+            // A lease that ended is its key's head already; a pending one may wait
+            // behind an earlier delivery of its key.
+            if of == DeliveryState::Pending { format!(" AND {NOT_HELD_BACK}") } else { String::new() }
         ),
         s,
     );
@@ -128,6 +139,7 @@ pub(super) fn read_rows(
             event_id: col(r, "event_id")?,
             event: col(r, "event")?,
             payload: col(r, "payload")?,
+            ordered: col(r, "ordered")?,
         });
     }
     Ok(out)
@@ -177,7 +189,8 @@ pub(super) fn apply_all<'a>(
             "text",
             writes.iter().map(|w| failure(w).and_then(|f| f.reason.as_deref())).collect::<Vec<Option<&str>>>(),
         )
-        .add("end_reason", "text", writes.iter().map(|w| w.end_reason).collect::<Vec<Option<&str>>>());
+        .add("end_reason", "text", writes.iter().map(|w| w.end_reason).collect::<Vec<Option<&str>>>())
+        .add("budget_start", "bigint", writes.iter().map(|w| w.budget_start).collect::<Vec<i64>>());
     let sql = q(
         &format!(
             "UPDATE {{s}}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
@@ -188,7 +201,7 @@ pub(super) fn apply_all<'a>(
              last_code = CASE WHEN u.sets_failure THEN u.code ELSE d.last_code END, \
              last_kind = CASE WHEN u.sets_failure THEN u.kind ELSE d.last_kind END, \
              last_reason = CASE WHEN u.sets_failure THEN u.reason ELSE d.last_reason END, \
-             end_reason = COALESCE(u.end_reason, d.end_reason) \
+             end_reason = COALESCE(u.end_reason, d.end_reason), budget_start = u.budget_start \
              FROM {} \
              WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
              AND d.due_at IS NOT DISTINCT FROM u.seen_due \
@@ -241,7 +254,7 @@ pub(super) fn claim(
     let claimed = (|| -> Result<ClaimReport, StoreError> {
         let mut tx = bulk_transaction(client)?;
         let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
-        let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, decide)?;
+        let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, now_ms, decide)?;
         // A due row (or an ended lease) left for later (its connection's slots are
         // taken): the next claim reads that index again, from the head.
         let left_running = plan.left.iter().any(|&i| i < expired);

@@ -36,7 +36,7 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{RowOf, count_of, failure_of, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, SkipResult,
     ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
     NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
     StatusView, Store, StoreError, UnexpandedEvent,
@@ -300,6 +300,10 @@ impl Store for PgStore {
 
     fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
         self.with_client(|c, s| outcomes::retry(c, s, ids, now_ms))
+    }
+
+    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
+        self.with_client(|c, s| outcomes::skip(c, s, ids, now_ms))
     }
 
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {

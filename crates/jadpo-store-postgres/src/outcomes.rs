@@ -8,7 +8,7 @@ use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_err
 use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure};
-use jadpo_core::store::{NewEvent, Raise, Recorded, RetryResult, end_reason_after_attempt};
+use jadpo_core::store::{NewEvent, Raise, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
@@ -222,6 +222,41 @@ pub(super) fn record(
     count_outcomes(&mut tx, s, &counted, raise)?;
     tx.commit().map_err(pg_error)?;
     Ok(written)
+}
+
+/// An operator's skip of each id: ended `skipped` where the core allows it.
+pub(super) fn skip(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let mut results = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let row = tx
+            .query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id])
+            .map_err(pg_error)?;
+        let Some(row) = row else {
+            results.push(SkipResult::NotFound);
+            continue;
+        };
+        let seen: String = col(&row, "state")?;
+        let state = state_of(&seen)?;
+        let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
+        let Some(ended) = rules::operator_skip(&jadpo_core::store::retry_subject(state, attempts, now_ms)) else {
+            results.push(SkipResult::NotSkippable(state));
+            continue;
+        };
+        let n = tx
+            .execute(
+                &q(
+                    "UPDATE {s}.deliveries SET state = $3, due_at = NULL, lease_until = NULL, held_since = NULL, \
+                     held_connection = NULL, claimed_at = $4, end_reason = $5 WHERE id = $1 AND state = $2",
+                    s,
+                ),
+                &[&id, &seen, &ended.state.as_str(), &now_ms, &jadpo_core::store::END_SKIPPED],
+            )
+            .map_err(pg_error)?;
+        results.push(if n == 1 { SkipResult::Skipped } else { SkipResult::NotSkippable(state) });
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(results)
 }
 
 pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {

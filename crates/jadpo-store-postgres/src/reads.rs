@@ -1,6 +1,7 @@
 //! What the listing commands and the loops read. Nothing here writes.
 
 use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
+use super::claims::NOT_HELD_BACK;
 use super::{RowOf, StoreError, col, count_of, failure_of, pg_error, q, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
@@ -9,7 +10,10 @@ use postgres::{Client, Row};
 
 pub(super) const VIEW_COLUMNS: &str = "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, \
      d.due_at, d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, \
-     d.last_reason, d.end_reason";
+     d.last_reason, d.end_reason, d.order_key, \
+     CASE WHEN d.state = 'pending' AND d.order_key IS NOT NULL THEN (SELECT b.id FROM {s}.deliveries b \
+     WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
+     AND b.state IN ('pending', 'running', 'held', 'parked') ORDER BY b.event_id LIMIT 1) END AS waiting_on";
 
 pub(super) fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
     let state = state_of(&col::<String>(r, "state")?)?;
@@ -32,6 +36,8 @@ pub(super) fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
         created_at_ms: col(r, "created_at")?,
         last_failure: failure_of(col(r, "last_code")?, col(r, "last_kind")?, col(r, "last_reason")?)?,
         end_reason: col(r, "end_reason")?,
+        order_key: col(r, "order_key")?,
+        waiting_on: col(r, "waiting_on")?,
     })
 }
 
@@ -39,8 +45,11 @@ pub(super) fn next_due_ms(c: &mut Client, s: &str) -> Result<Option<i64>, StoreE
     let row = c
         .query_one(
             &q(
-                "SELECT LEAST((SELECT min(due_at) FROM {s}.deliveries WHERE state = 'pending'), \
-                 (SELECT min(due_at) FROM {s}.deliveries WHERE state = 'running')) AS t",
+                "SELECT LEAST((SELECT d.due_at FROM {s}.deliveries d WHERE d.state = 'pending' AND NOT_HELD_BACK \
+                 ORDER BY d.due_at LIMIT 1), \
+                 (SELECT min(due_at) FROM {s}.deliveries WHERE state = 'running')) AS t"
+                    .replace("NOT_HELD_BACK", NOT_HELD_BACK)
+                    .as_str(),
                 s,
             ),
             &[],

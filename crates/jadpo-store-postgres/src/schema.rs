@@ -166,12 +166,20 @@ UPDATE {s}.events e SET delivery_ids = d.ids
 ALTER TABLE {s}.deliveries DROP CONSTRAINT deliveries_event_id_fkey;
 DROP INDEX {s}.deliveries_event;
 "#,
+    r#"
+-- Ordering by key: a delivery's `order_by:` value, and the index a claim looks up
+-- its key's earlier deliveries by (only ordered deliveries are in it). A
+-- connection's rate: the theoretical arrival time of its next call (GCRA), in
+-- microseconds, on its breaker's row.
+ALTER TABLE {s}.deliveries ADD COLUMN order_key text;
+CREATE INDEX deliveries_key ON {s}.deliveries (subscriber, order_key, event_id) WHERE order_key IS NOT NULL;
+ALTER TABLE {s}.circuit_breakers ADD COLUMN rate_tat_us bigint;
+"#,
 ];
 
 /// The oldest schema version a handle that only reads knows every column of:
-/// version 6 made the handled record a column of the delivery and gave each
-/// event the ids of its deliveries, which the listings read.
-pub const READS_NEED: i64 = 6;
+/// version 7 gave deliveries their ordering key, which the listings read.
+pub const READS_NEED: i64 = 7;
 
 /// The newest schema version this build knows.
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -12,14 +12,14 @@ pub(super) fn insert_events(tx: &Transaction<'_>, events: &[NewEvent], now_ms: i
     let mut ev = tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)")?;
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
-         attempts, due_at, budget_start, held_ms, created_at) \
-         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4)",
+         attempts, due_at, budget_start, held_ms, created_at, order_key) \
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4, ?5)",
     )?;
     for e in events {
         ev.execute(params![e.name, e.payload, now_ms])?;
         let id = tx.last_insert_rowid();
         for d in &e.deliveries {
-            del.execute(params![id, d.subscriber, d.connection, now_ms])?;
+            del.execute(params![id, d.subscriber, d.connection, now_ms, d.order_key])?;
         }
         ids.push(id);
     }

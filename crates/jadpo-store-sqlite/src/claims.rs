@@ -18,7 +18,14 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
 const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
      d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
      EXISTS (SELECT 1 FROM jadpo_handled h WHERE h.delivery_id = d.id) AS handled, \
-     e.id AS event_id, e.name AS event, e.payload";
+     e.id AS event_id, e.name AS event, e.payload, d.order_key IS NOT NULL AS ordered";
+
+/// A pending delivery no earlier delivery of its key holds back: unordered, or
+/// every earlier one of its subscriber and key has ended
+/// ([`jadpo_core::rules::BLOCKS_ITS_KEY`] lists the states that hold it back).
+pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM jadpo_deliveries b \
+     WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
+     AND b.state IN ('pending', 'running', 'held', 'parked')))";
 
 fn read_claim_rows(
     tx: &Transaction<'_>,
@@ -26,9 +33,12 @@ fn read_claim_rows(
     now_ms: i64,
     limit: usize,
 ) -> Result<Vec<ClaimRow>, Error> {
+    // A lease that ended is its key's head already; a pending one may wait behind
+    // an earlier delivery of its key.
+    let held_back = if state == DeliveryState::Pending { format!(" AND {NOT_HELD_BACK}") } else { String::new() };
     let sql = format!(
         "SELECT {CLAIM_COLUMNS} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
-         WHERE d.state = :state AND d.due_at <= :now ORDER BY d.due_at, d.id LIMIT :limit"
+         WHERE d.state = :state AND d.due_at <= :now{held_back} ORDER BY d.due_at, d.id LIMIT :limit"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let mut rows = stmt.query(named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
@@ -60,6 +70,7 @@ fn read_claim_rows(
             event_id: r.get("event_id")?,
             event: r.get("event")?,
             payload: r.get("payload")?,
+            ordered: r.get("ordered")?,
         });
     }
     Ok(out)
@@ -109,11 +120,11 @@ pub(super) fn apply(
             as_seen!(
                 "UPDATE jadpo_deliveries SET state = 'running', attempts = :attempt, due_at = :lease_until, \
              lease_until = :lease_until, claimed_at = :now, last_code = :code, last_kind = :kind, \
-             last_reason = :reason"
+             last_reason = :reason, budget_start = :budget_start"
             ),
             named_params! {
                 ":attempt": write.attempts, ":lease_until": write.lease_until, ":now": now_ms,
-                ":code": code, ":kind": kind, ":reason": reason,
+                ":code": code, ":kind": kind, ":reason": reason, ":budget_start": write.budget_start,
             },
         ),
         // Ended at the claim (a handled record found, or given up); the claim's
@@ -185,7 +196,7 @@ pub(super) fn claim(
     if left > 0 {
         rows.extend(read_claim_rows(&tx, DeliveryState::Pending, now_ms, left)?);
     }
-    let plan = claim::plan(&mut rows, &mut Breakers { tx: &tx, now_ms }, decide)?;
+    let plan = claim::plan(&mut rows, &mut Breakers { tx: &tx, now_ms }, now_ms, decide)?;
     let mut written = Vec::with_capacity(plan.changes.len());
     for (i, change) in plan.changes.iter().enumerate() {
         let row = &rows[change.row];

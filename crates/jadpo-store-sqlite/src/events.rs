@@ -58,11 +58,11 @@ fn insert_deliveries(
 ) -> Result<(), Error> {
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
-         attempts, due_at, budget_start, held_ms, created_at) \
-         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4)",
+         attempts, due_at, budget_start, held_ms, created_at, order_key) \
+         VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4, ?5)",
     )?;
     for d in deliveries {
-        del.execute(params![event_id, d.subscriber, d.connection, now_ms])?;
+        del.execute(params![event_id, d.subscriber, d.connection, now_ms, d.order_key])?;
     }
     Ok(())
 }
@@ -159,7 +159,7 @@ pub(super) fn one(
     conn: &mut Connection,
     id: i64,
     states: bool,
-    reasons: bool,
+    version: i64,
 ) -> Result<Option<(EventView, Vec<DeliveryView>)>, Error> {
     let tx = conn.transaction()?;
     let mut event = {
@@ -177,7 +177,7 @@ pub(super) fn one(
         let sql = format!(
             "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
              WHERE d.event_id = ?1 ORDER BY d.id",
-            view_columns(reasons)
+            view_columns(version)
         );
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query([id])?;

@@ -31,7 +31,7 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, SkipResult,
     ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
     NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
     StatusView, Store, StoreError, UnexpandedEvent,
@@ -209,11 +209,6 @@ impl SqliteStore {
         Ok(busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?)
     }
 
-    /// Whether the file has the reasons' columns (a read-only handle on an older
-    /// store reads them as missing).
-    fn has_reasons(&self) -> bool {
-        self.version >= schema::VERSION_WITH_REASONS
-    }
 
     /// Whether the file has the pauses' columns (a read-only handle on an older
     /// store reads every connection as unpaused).
@@ -305,21 +300,26 @@ impl Store for SqliteStore {
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.with_retry(reads::next_due_ms)
+        let keys = self.version >= schema::VERSION_WITH_KEYS;
+        self.with_retry(|conn| reads::next_due_ms(conn, keys))
     }
 
     fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        let reasons = self.has_reasons();
-        self.with_retry(|conn| reads::deliveries(conn, filter, reasons))
+        let version = self.version;
+        self.with_retry(|conn| reads::deliveries(conn, filter, version))
     }
 
     fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        let reasons = self.has_reasons();
-        self.with_retry(|conn| reads::delivery(conn, id, reasons))
+        let version = self.version;
+        self.with_retry(|conn| reads::delivery(conn, id, version))
     }
 
     fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
         self.with_retry(|conn| outcomes::retry(conn, ids, now_ms))
+    }
+
+    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
+        self.with_retry(|conn| outcomes::skip(conn, ids, now_ms))
     }
 
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
@@ -408,8 +408,8 @@ impl Store for SqliteStore {
     }
 
     fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        let (states, reasons) = (self.has_event_states(), self.has_reasons());
-        self.with_retry(|conn| events::one(conn, id, states, reasons))
+        let (states, version) = (self.has_event_states(), self.version);
+        self.with_retry(|conn| events::one(conn, id, states, version))
     }
 
     fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {

@@ -7,7 +7,7 @@ use super::{Error, RowOf, count_at, state_of};
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure, Record};
 use jadpo_core::store::Raise;
-use jadpo_core::store::{NewEvent, Recorded, RetryResult, end_reason_after_attempt};
+use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
 use rusqlite::{Connection, Transaction, TransactionBehavior, named_params, params};
 use std::collections::HashMap;
 
@@ -156,18 +156,52 @@ pub(super) fn retry_one(tx: &Transaction<'_>, id: i64, seen_state: &str, fresh: 
     Ok(n == 1)
 }
 
+/// A delivery's state as written and its attempts, for an operator's action.
+fn state_and_attempts(tx: &Transaction<'_>, id: i64) -> Result<Option<(String, u32)>, Error> {
+    let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
+    let mut rows = stmt.query([id])?;
+    Ok(match rows.next()? {
+        Some(r) => Some((r.get::<_, String>("state")?, count_at(r, "attempts", RowOf::Delivery(id))?)),
+        None => None,
+    })
+}
+
+/// An operator's skip of each id: ended `skipped` where the core allows it.
+pub(super) fn skip(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut results = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let Some((seen_state, attempts)) = state_and_attempts(&tx, id)? else {
+            results.push(SkipResult::NotFound);
+            continue;
+        };
+        let state = state_of(&seen_state)?;
+        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
+        let Some(ended) = rules::operator_skip(&record) else {
+            results.push(SkipResult::NotSkippable(state));
+            continue;
+        };
+        let n = tx
+            .prepare_cached(
+                "UPDATE jadpo_deliveries SET state = :state, due_at = NULL, lease_until = NULL, held_since = NULL, \
+                 held_connection = NULL, claimed_at = :now, end_reason = :end_reason \
+                 WHERE id = :id AND state = :seen_state",
+            )?
+            .execute(named_params! {
+                ":id": id, ":seen_state": seen_state, ":state": ended.state.as_str(), ":now": now_ms,
+                ":end_reason": jadpo_core::store::END_SKIPPED,
+            })?;
+        results.push(if n == 1 { SkipResult::Skipped } else { SkipResult::NotSkippable(state) });
+    }
+    tx.commit()?;
+    Ok(results)
+}
+
 pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
-        let row = {
-            let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
-            let mut rows = stmt.query([id])?;
-            match rows.next()? {
-                Some(r) => Some((r.get::<_, String>("state")?, count_at(r, "attempts", RowOf::Delivery(id))?)),
-                None => None,
-            }
-        };
+        let row = state_and_attempts(&tx, id)?;
         let Some((seen_state, attempts)) = row else {
             results.push(RetryResult::NotFound);
             continue;

@@ -2,19 +2,33 @@
 //! history, counts, breakers, and when work is next due. Nothing here writes.
 
 use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
+use super::claims::NOT_HELD_BACK;
+use super::schema::{VERSION_WITH_KEYS, VERSION_WITH_REASONS};
 use super::{Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
 use jadpo_core::store::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
-use rusqlite::{Connection, Row, named_params};
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
-/// The columns of a delivery as listed; `reasons` is false on a store older than
-/// the reasons' columns (read-only handles only), which reads them as missing.
-pub(super) fn view_columns(reasons: bool) -> String {
+/// The columns of a delivery as listed from a store of schema `version`: one
+/// older than a column (read-only handles only) reads it as missing.
+pub(super) fn view_columns(version: i64) -> String {
+    let (reasons, keys) = (version >= VERSION_WITH_REASONS, version >= VERSION_WITH_KEYS);
     let extra = if reasons { "d.end_reason, d.last_reason" } else { "NULL AS end_reason, NULL AS last_reason" };
+    // A pending delivery of a key waits on the earliest of its key's deliveries
+    // that has not ended.
+    let waiting = if keys {
+        "CASE WHEN d.state = 'pending' AND d.order_key IS NOT NULL THEN (SELECT b.id FROM jadpo_deliveries b \
+         WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
+         AND b.state IN ('pending', 'running', 'held', 'parked') ORDER BY b.event_id LIMIT 1) END AS waiting_on, \
+         d.order_key"
+    } else {
+        "NULL AS waiting_on, NULL AS order_key"
+    };
     format!(
         "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
-         d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, {extra}"
+         d.lease_until, d.held_since, d.held_ms, d.budget_start, d.created_at, d.last_code, d.last_kind, {extra}, \
+         {waiting}"
     )
 }
 
@@ -39,6 +53,8 @@ pub(super) fn view_of(r: &Row<'_>) -> Result<DeliveryView, Error> {
         created_at_ms: r.get("created_at")?,
         last_failure: failure_of(r.get("last_code")?, r.get("last_kind")?, r.get("last_reason")?)?,
         end_reason: r.get("end_reason")?,
+        order_key: r.get("order_key")?,
+        waiting_on: r.get("waiting_on")?,
     })
 }
 
@@ -55,11 +71,21 @@ fn attempt_of(r: &Row<'_>, delivery: i64) -> Result<AttemptView, Error> {
     })
 }
 
-pub(super) fn next_due_ms(conn: &mut Connection) -> Result<Option<i64>, Error> {
-    let mut stmt =
-        conn.prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = ?1 AND due_at IS NOT NULL")?;
-    let p: Option<i64> = stmt.query_row(["pending"], |r| r.get(0))?;
-    let l: Option<i64> = stmt.query_row(["running"], |r| r.get(0))?;
+pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i64>, Error> {
+    // A pending delivery held back by its key is not due: it is woken when the
+    // one before it ends. Walked in due order, stopping at the first not held back.
+    let pending = if keys {
+        format!(
+            "SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL \
+             AND {NOT_HELD_BACK} ORDER BY d.due_at LIMIT 1"
+        )
+    } else {
+        "SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL".to_string()
+    };
+    let p: Option<i64> = conn.prepare_cached(&pending)?.query_row([], |r| r.get(0)).optional()?.flatten();
+    let l: Option<i64> = conn
+        .prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL")?
+        .query_row([], |r| r.get(0))?;
     Ok(match (p, l) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -69,13 +95,13 @@ pub(super) fn next_due_ms(conn: &mut Connection) -> Result<Option<i64>, Error> {
 pub(super) fn deliveries(
     conn: &mut Connection,
     filter: &DeliveryFilter,
-    reasons: bool,
+    version: i64,
 ) -> Result<Vec<DeliveryView>, Error> {
     let sql = format!(
         "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
          WHERE (:state IS NULL OR d.state = :state) AND (:subscriber IS NULL OR d.subscriber = :subscriber) \
          ORDER BY d.id {} LIMIT :limit",
-        view_columns(reasons),
+        view_columns(version),
         // With a limit, the newest come first (the latest delivery is one row).
         if filter.limit.is_some() { "DESC" } else { "ASC" }
     );
@@ -95,14 +121,14 @@ pub(super) fn deliveries(
 pub(super) fn delivery(
     conn: &mut Connection,
     id: i64,
-    reasons: bool,
+    version: i64,
 ) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, Error> {
     // One read transaction: the delivery and its history are of one moment.
     let tx = conn.transaction()?;
     let view = {
         let sql = format!(
             "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id WHERE d.id = ?1",
-            view_columns(reasons)
+            view_columns(version)
         );
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query([id])?;
@@ -114,7 +140,7 @@ pub(super) fn delivery(
     let sql = format!(
         "SELECT attempt, started_at, duration_ms, outcome, code, kind, http_status, {} \
          FROM jadpo_attempts WHERE delivery_id = ?1 ORDER BY id",
-        if reasons { "reason" } else { "NULL AS reason" }
+        if version >= VERSION_WITH_REASONS { "reason" } else { "NULL AS reason" }
     );
     let mut history = Vec::new();
     {

@@ -123,6 +123,14 @@ CREATE INDEX jadpo_events_unexpanded ON jadpo_events (id) WHERE expanded = 0;
 CREATE INDEX jadpo_events_invalid ON jadpo_events (id) WHERE invalid_code IS NOT NULL;
 CREATE INDEX jadpo_events_name ON jadpo_events (name, id);
 "#,
+    // Ordering by key: a delivery's `order_by:` value, and the index a claim looks
+    // up its key's earlier deliveries by. A connection's rate: the theoretical
+    // arrival time of its next call (GCRA), in microseconds, on its breaker's row.
+    r#"
+ALTER TABLE jadpo_deliveries ADD COLUMN order_key TEXT;
+CREATE INDEX jadpo_deliveries_key ON jadpo_deliveries (subscriber, order_key, event_id) WHERE order_key IS NOT NULL;
+ALTER TABLE jadpo_circuit_breakers ADD COLUMN rate_tat_us INTEGER;
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -140,6 +148,10 @@ pub(super) const VERSION_WITH_PAUSES: i64 = 3;
 /// replay; a read-only handle on an older store reads every event as expanded
 /// and valid.
 pub(super) const VERSION_WITH_EVENT_STATES: i64 = 4;
+
+/// The first version with ordering keys and rates; a read-only handle on an
+/// older store reads every delivery as unordered.
+pub(super) const VERSION_WITH_KEYS: i64 = 5;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

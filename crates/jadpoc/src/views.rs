@@ -27,6 +27,8 @@ pub fn delivery_json(d: &DeliveryView) -> Value {
         "budget_start": rfc3339(d.budget_start_ms),
         "held_ms": d.held_ms,
         "created_at": rfc3339(d.created_at_ms),
+        "order_key": d.order_key,
+        "waiting_on": d.waiting_on,
     })
 }
 
@@ -81,14 +83,16 @@ pub fn delivery_line(d: &DeliveryView) -> String {
     let mut line = format!(
         "{:>8}  {:<9}  {:>2} attempt{}  {}  ({} #{})",
         d.id,
-        d.state.as_str(),
+        state_word(d),
         d.attempts,
         if d.attempts == 1 { " " } else { "s" },
         d.subscriber,
         d.event,
         d.event_id
     );
-    if let Some(due) = d.due_at_ms {
+    if let Some(blocker) = d.waiting_on {
+        line.push_str(&format!("  waiting on #{blocker}"));
+    } else if let Some(due) = d.due_at_ms {
         line.push_str(&format!("  due {}", rfc3339(due)));
     }
     if let Some(held) = d.held_since_ms {
@@ -100,6 +104,12 @@ pub fn delivery_line(d: &DeliveryView) -> String {
     line
 }
 
+/// A delivery's state for people: a pending delivery held back by an earlier one
+/// of its key is `waiting`.
+fn state_word(d: &DeliveryView) -> &'static str {
+    if d.waiting_on.is_some() { "waiting" } else { d.state.as_str() }
+}
+
 /// A delivery and its history for people.
 pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
     let mut out = format!(
@@ -109,10 +119,15 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
         d.event_id,
         d.subscriber,
         d.connection,
-        d.state.as_str(),
+        state_word(d),
         d.attempts
     );
-    if let Some(due) = d.due_at_ms {
+    if let Some(key) = &d.order_key {
+        out.push_str(&format!("  order key   {key:?}\n"));
+    }
+    if let Some(blocker) = d.waiting_on {
+        out.push_str(&format!("  waiting on  delivery {blocker}, the earliest of its key not ended\n"));
+    } else if let Some(due) = d.due_at_ms {
         out.push_str(&format!("  due at      {}\n", rfc3339(due)));
     }
     if let Some(h) = d.held_since_ms {
@@ -384,6 +399,8 @@ mod tests {
             subscriber: "book".into(),
             connection: "c".into(),
             state: DeliveryState::Failed,
+            order_key: None,
+            waiting_on: None,
             attempts: 1,
             due_at_ms: None,
             lease_until_ms: None,

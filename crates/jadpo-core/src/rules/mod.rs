@@ -414,12 +414,43 @@ pub fn lease_until_ms(now_ms: i64, run_timeout_ms: u64) -> i64 {
     now_ms.saturating_add(ms_i64(run_timeout_ms)).saturating_add(ms_i64(LEASE_GRACE_MS))
 }
 
-/// An operator's retry at `now_ms`: a `failed` or `parked` delivery becomes
+/// The start of a claimed delivery's `within:` window. An ordered delivery
+/// (`order_by:`) that has never run starts its window at its first claim: the time
+/// it waited behind its key's earlier deliveries costs it nothing. Any other
+/// keeps the window it has.
+pub fn window_start_at_claim(record: &Record, ordered: bool, now_ms: i64) -> i64 {
+    if ordered && record.state == DeliveryState::Pending && record.attempts == 0 {
+        record.budget_start_ms.max(now_ms)
+    } else {
+        record.budget_start_ms
+    }
+}
+
+/// The states in which a delivery holds back the later deliveries of its key
+/// (`order_by:`): until it has succeeded, failed for good or been skipped.
+pub const BLOCKS_ITS_KEY: [DeliveryState; 4] =
+    [DeliveryState::Pending, DeliveryState::Running, DeliveryState::Held, DeliveryState::Parked];
+
+/// An operator's skip: a delivery not running and not ended ends `skipped`, so
+/// that its key's later deliveries go on. Any other state is left alone (`None`).
+pub fn operator_skip(record: &Record) -> Option<Record> {
+    match record.state {
+        DeliveryState::Pending | DeliveryState::Held | DeliveryState::Parked => Some(Record {
+            state: DeliveryState::Skipped,
+            due_at_ms: None,
+            lease_until_ms: None,
+            ..record.clone()
+        }),
+        _ => None,
+    }
+}
+
+/// An operator's retry at `now_ms`: a `failed`, `parked` or `skipped` delivery becomes
 /// `pending`, due now, with a fresh budget (attempts from zero, `within` counted
 /// from now, time held reset). Any other state is left alone (`None`).
 pub fn operator_retry(record: &Record, now_ms: i64) -> Option<Record> {
     match record.state {
-        DeliveryState::Failed | DeliveryState::Parked => Some(Record {
+        DeliveryState::Failed | DeliveryState::Parked | DeliveryState::Skipped => Some(Record {
             state: DeliveryState::Pending,
             attempts: 0,
             due_at_ms: Some(now_ms),

@@ -10,7 +10,8 @@ use jadpo_check::program::DeliveryState;
 /// The states deleted by default.
 pub const FINAL_KEPT_FAILED: &[DeliveryState] = &[DeliveryState::Succeeded];
 /// The states deleted with `--include-failed`.
-pub const FINAL_ALL: &[DeliveryState] = &[DeliveryState::Succeeded, DeliveryState::Failed, DeliveryState::Parked];
+pub const FINAL_ALL: &[DeliveryState] =
+    &[DeliveryState::Succeeded, DeliveryState::Failed, DeliveryState::Parked, DeliveryState::Skipped];
 
 /// The states retention deletes.
 pub fn pruned_states(include_failed: bool) -> &'static [DeliveryState] {

@@ -83,6 +83,8 @@ pub const END_SUCCEEDED: &str = "succeeded";
 pub const END_HANDLED: &str = "handled";
 /// The end reason of a parked delivery (an outside call may have happened).
 pub const END_OUTCOME_UNKNOWN: &str = "outcome_unknown";
+/// The end reason of a delivery an operator skipped.
+pub const END_SKIPPED: &str = "skipped";
 
 /// Everything that can go wrong in a store, as values.
 #[derive(Debug, thiserror::Error)]
@@ -377,6 +379,11 @@ pub struct DeliveryView {
     /// Why it ended as it did, once it has ended (`succeeded`, `handled`,
     /// `outcome_unknown`, `past_window`, `attempts_used`, `not_retryable`, `defect`).
     pub end_reason: Option<String>,
+    /// Its ordering key (`order_by:`), if it has one.
+    pub order_key: Option<String>,
+    /// A pending delivery of a key: the earlier delivery of its key it waits on
+    /// (the earliest that has not ended).
+    pub waiting_on: Option<i64>,
 }
 
 /// One attempt of a delivery's history.
@@ -409,6 +416,17 @@ pub enum RetryResult {
     NotFound,
     /// It is in a state that cannot be retried.
     NotRetryable(DeliveryState),
+}
+
+/// What an operator's skip did to one delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipResult {
+    /// It ended `skipped`; its key's later deliveries go on.
+    Skipped,
+    /// No delivery has that id.
+    NotFound,
+    /// It is running or has ended already.
+    NotSkippable(DeliveryState),
 }
 
 /// Deliveries counted by state and subscriber.
@@ -736,6 +754,11 @@ pub trait Store: Send + Sync {
 
     /// Operator retry of each id at `now_ms` (the core decides the fresh record).
     fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError>;
+
+    /// Operator skip of each id at `now_ms` (the core decides which may end
+    /// `skipped`): a pending, held or parked delivery ends, and the later
+    /// deliveries of its key go on.
+    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError>;
 
     /// Deliveries counted by state and subscriber.
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError>;

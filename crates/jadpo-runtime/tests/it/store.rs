@@ -9,7 +9,7 @@ use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_core::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_core::store::{
-    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store, StoreError,
+    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, SkipResult, Store, StoreError,
 };
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
@@ -33,6 +33,73 @@ fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
     let f = SqliteFile::new();
     let path = f.path.clone();
     (f.into_dir(), path)
+}
+
+/// `order_by:`: one key's deliveries run one at a time in event order, a failed
+/// one holding the rest back (listed as waiting on it) while other keys go on,
+/// until it ends; an operator's skip lets the key go on.
+fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
+    use common::keyed_event;
+    let store = f.open();
+    let ids = store
+        .emit(&[keyed_event(1, "a"), keyed_event(2, "a"), keyed_event(3, "b"), keyed_event(4, "a"), event(5)], T0)
+        .unwrap();
+    let delivery_of = |event: i64| {
+        let all = store.deliveries(&DeliveryFilter::default()).unwrap();
+        all.into_iter().find(|d| d.event_id == event).unwrap()
+    };
+    let (a1, a2, b1, a3, free) =
+        (delivery_of(ids[0]), delivery_of(ids[1]), delivery_of(ids[2]), delivery_of(ids[3]), delivery_of(ids[4]));
+    assert_eq!(a2.order_key.as_deref(), Some("a"));
+    assert_eq!(a2.waiting_on, Some(a1.id), "listed as waiting on the head of its key");
+    assert_eq!(a3.waiting_on, Some(a1.id));
+    assert_eq!((b1.waiting_on, free.waiting_on, free.order_key.as_deref()), (None, None, None));
+    // Only the head of each key, and the unordered one, are claimed.
+    let first = claim(&*store, T0, 10);
+    let mut run: Vec<i64> = first.run.iter().map(|c| c.id).collect();
+    run.sort_unstable();
+    assert_eq!(run, vec![a1.id, b1.id, free.id]);
+    assert_eq!(store.next_due_ms().unwrap(), Some(rules::lease_until_ms(T0, TIMEOUT_MS)), "a waiting one is not due");
+    store.record(&[ok_record(b1.id, 1, T0, T0 + 5), ok_record(free.id, 1, T0, T0 + 5)]).unwrap();
+    // The head fails and is due again later: its key still waits on it.
+    let c = first.run.iter().find(|c| c.id == a1.id).unwrap();
+    let retry_at = T0 + 60_000;
+    let outcome = Outcome::fail(FailureKind::Unavailable, "fake.unavailable");
+    let decision = Decision::Retry { due_at_ms: retry_at, failure: outcome.failure().unwrap() };
+    let failed = Recorded {
+        id: c.id,
+        connection: "c".into(),
+        attempt: 1,
+        started_at_ms: T0,
+        ended_at_ms: T0 + 10,
+        outcome,
+        decision,
+    };
+    assert_eq!(store.record(&[failed]).unwrap(), vec![0]);
+    assert!(claim(&*store, T0 + 20, 10).run.is_empty(), "the key waits on its failed head");
+    assert_eq!(delivery_of(ids[1]).waiting_on, Some(a1.id));
+    // It succeeds on its retry; then the next of its key, and only it, runs.
+    let again = claim(&*store, retry_at, 10);
+    assert_eq!(again.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a1.id]);
+    assert_eq!(again.run[0].attempt, 2);
+    store.record(&[ok_record(a1.id, 2, retry_at, retry_at + 5)]).unwrap();
+    let next = claim(&*store, retry_at + 10, 10);
+    assert_eq!(next.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a2.id]);
+    assert_eq!(next.run[0].record.budget_start_ms, retry_at + 10, "its window starts at its first claim");
+    assert_eq!(delivery_of(ids[3]).waiting_on, Some(a2.id));
+    // A running delivery cannot be skipped; a waiting one can, and is then ended.
+    assert_eq!(
+        store.skip(&[a2.id, a3.id, 9_999], retry_at + 20).unwrap(),
+        vec![SkipResult::NotSkippable(DeliveryState::Running), SkipResult::Skipped, SkipResult::NotFound]
+    );
+    let skipped = delivery_of(ids[3]);
+    assert_eq!((skipped.state, skipped.waiting_on, skipped.end_reason.as_deref()), (DeliveryState::Skipped, None, Some("skipped")));
+    // A skipped delivery can be retried: it runs once its key is free.
+    assert_eq!(store.retry(&[a3.id], retry_at + 30).unwrap(), vec![RetryResult::Retried]);
+    assert!(claim(&*store, retry_at + 40, 10).run.is_empty(), "it waits on the running one again");
+    store.record(&[ok_record(a2.id, 1, retry_at + 10, retry_at + 50)]).unwrap();
+    let last = claim(&*store, retry_at + 60, 10);
+    assert_eq!(last.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a3.id]);
 }
 
 fn emit_claim_and_record_a_success(f: &dyn Fixture) {
@@ -475,6 +542,7 @@ jadpo_test_support::on_every_store!(
     a_delivery_keeps_why_it_ended,
     each_attempt_keeps_its_failure_reason,
     a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
+    one_keys_deliveries_run_one_at_a_time_in_event_order,
 );
 
 #[test]

@@ -1,11 +1,11 @@
 //! `jadpoc deliveries`: list deliveries, show one with its attempts, and the
-//! operator's retry. Works while a `jadpoc run` holds the store.
+//! operator's retry and skip. Works while a `jadpoc run` holds the store.
 
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
 use jadpo_check::program::DeliveryState;
-use jadpo_core::store::{DeliveryFilter, RetryResult};
+use jadpo_core::store::{DeliveryFilter, RetryResult, SkipResult};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -31,8 +31,15 @@ enum DeliveriesCommand {
         /// The delivery's id.
         id: i64,
     },
-    /// Retry failed or parked deliveries with a fresh budget.
+    /// Retry failed, parked or skipped deliveries with a fresh budget.
     Retry {
+        /// The deliveries' ids.
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+    /// Skip pending, held or parked deliveries: each ends `skipped`, and the
+    /// deliveries of its key that wait on it (`order_by:`) go on.
+    Skip {
         /// The deliveries' ids.
         #[arg(required = true)]
         ids: Vec<i64>,
@@ -48,9 +55,11 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Listings only read; a retry changes rows.
-    let how =
-        if matches!(args.command, Some(DeliveriesCommand::Retry { .. })) { Open::Existing } else { Open::ReadOnly };
+    // Listings only read; a retry or a skip changes rows.
+    let how = match args.command {
+        Some(DeliveriesCommand::Retry { .. } | DeliveriesCommand::Skip { .. }) => Open::Existing,
+        _ => Open::ReadOnly,
+    };
     let store = match open_store(&args.db, how) {
         Ok(s) => s,
         Err(code) => return code,
@@ -106,7 +115,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                         code = ExitCode::from(1);
                         (
                             "not_retryable",
-                            format!("delivery {id} is {s}; only failed or parked deliveries can be retried"),
+                            format!("delivery {id} is {s}; only failed, parked or skipped deliveries can be retried"),
                         )
                     }
                 };
@@ -115,6 +124,39 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                     Format::Text if note.is_empty() => {
                         crate::print_stdout(&format!("delivery {id}: retried with a fresh budget\n"))
                     }
+                    Format::Text => eprintln!("jadpoc: {note}"),
+                }
+            }
+            if args.format.format == Format::Json {
+                crate::print_json(&serde_json::Value::Array(out));
+            }
+            code
+        }
+        Some(DeliveriesCommand::Skip { ids }) => {
+            let results = match store.skip(&ids, crate::store::clock_for(&*store).now_ms()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let mut code = ExitCode::SUCCESS;
+            let mut out = Vec::new();
+            for (id, r) in ids.iter().zip(&results) {
+                let (word, note) = match r {
+                    SkipResult::Skipped => ("skipped", String::new()),
+                    SkipResult::NotFound => {
+                        code = ExitCode::from(1);
+                        ("not_found", format!("no delivery {id}"))
+                    }
+                    SkipResult::NotSkippable(s) => {
+                        code = ExitCode::from(1);
+                        (
+                            "not_skippable",
+                            format!("delivery {id} is {s}; only pending, held or parked deliveries can be skipped"),
+                        )
+                    }
+                };
+                match args.format.format {
+                    Format::Json => out.push(serde_json::json!({"id": id, "result": word})),
+                    Format::Text if note.is_empty() => crate::print_stdout(&format!("delivery {id}: skipped\n")),
                     Format::Text => eprintln!("jadpoc: {note}"),
                 }
             }

@@ -11,7 +11,7 @@ use jadpo_core::rules::{self, Failure, Outcome, breaker};
 use jadpo_core::store::{
     AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, StatusView, Store,
+    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, SkipResult, ScheduleSpec, StatusView, Store,
     StoreError, UnexpandedEvent, Waker,
 };
 use rand::SeedableRng;
@@ -28,6 +28,15 @@ pub fn event(n: usize) -> NewEvent {
         name: "Paid".into(),
         payload: format!(r#"{{"id":"p{n}"}}"#),
         deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
+    }
+}
+
+/// An event of `rec` whose delivery has the ordering key `key`.
+pub fn keyed_event(n: usize, key: &str) -> NewEvent {
+    NewEvent {
+        name: "Paid".into(),
+        payload: format!(r#"{{"id":"p{n}"}}"#),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: Some(key.into()) }],
     }
 }
 
@@ -98,6 +107,9 @@ impl<H: ClaimHook> Store for Hooked<H> {
     }
     fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
         self.inner.retry(ids, now_ms)
+    }
+    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
+        self.inner.skip(ids, now_ms)
     }
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
         self.inner.status(now_ms)
