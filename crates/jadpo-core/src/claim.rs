@@ -135,6 +135,8 @@ pub struct RowWrite {
     pub failure: LastFailure,
     /// Why it ended, when the claim ends it.
     pub end_reason: Option<&'static str>,
+    /// Time added to its time held (a wait for its connection's rate).
+    pub waited_ms: i64,
     /// The start of its `within:` window (moved by an ordered delivery's first
     /// claim, see [`rules::window_start_at_claim`](crate::rules::window_start_at_claim)).
     pub budget_start: i64,
@@ -143,10 +145,11 @@ pub struct RowWrite {
 impl RowWrite {
     /// What `decision` writes on a row read with `attempts`; `None` for a row
     /// the claim leaves as it is.
-    pub fn of(decision: &ClaimDecision, attempts: u32, budget_start: i64) -> Option<RowWrite> {
+    pub fn of(decision: &ClaimDecision, attempts: u32, budget_start: i64, now_ms: i64) -> Option<RowWrite> {
         let end_reason = end_reason_at_claim(decision);
         let write = |state, attempts, due_at, stamps_claim, holds, failure| RowWrite {
             budget_start,
+            waited_ms: 0,
             state,
             attempts,
             due_at,
@@ -158,6 +161,10 @@ impl RowWrite {
         };
         Some(match decision {
             ClaimDecision::Skip => return None,
+            ClaimDecision::Wait { until_ms } => RowWrite {
+                waited_ms: until_ms.saturating_sub(now_ms).max(0),
+                ..write(DeliveryState::Pending, attempts, Some(*until_ms), false, false, LastFailure::Kept)
+            },
             ClaimDecision::Hold { failure, .. } => {
                 write(DeliveryState::Held, attempts, None, false, true, LastFailure::Set(failure.clone()))
             }
@@ -235,15 +242,20 @@ pub fn plan<B: BreakerRows>(
         record.budget_start_ms = rules::window_start_at_claim(record, row.ordered, now_ms);
         let (mut decision, next_breaker) = decide(&row.candidate);
         if let Some(next) = next_breaker {
-            // This claim is the probe; if another process changed the breaker
-            // since it was read, the delivery is held instead.
+            // This claim is the probe, or takes a turn of the connection's rate; if
+            // another process changed the breaker since it was read, a probe is
+            // held instead, and a turn left for a later claim.
+            let probes = next.probe != current.as_ref().and_then(|c| c.probe);
             if breakers.write(&row.candidate.connection, current.as_ref(), &next)? {
                 rows_of.insert(row.candidate.connection.clone(), Some(next));
-            } else {
+            } else if probes {
                 decision = decision.held();
+            } else {
+                decision = ClaimDecision::Skip;
             }
         }
-        match RowWrite::of(&decision, row.candidate.record.attempts, row.candidate.record.budget_start_ms) {
+        let record = &row.candidate.record;
+        match RowWrite::of(&decision, record.attempts, record.budget_start_ms, now_ms) {
             Some(write) => plan.changes.push(Change { row: i, decision, write }),
             None => plan.left.push(i),
         }
@@ -283,7 +295,7 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
         let Some(row) = rows.get(change.row) else { continue };
         let c = &row.candidate;
         let lease_expired = match &change.decision {
-            ClaimDecision::Skip => continue,
+            ClaimDecision::Skip | ClaimDecision::Wait { .. } => continue,
             ClaimDecision::Hold { lease_expired, .. } => {
                 settled.report.held.push(HeldAtClaim { id: c.id, connection: c.connection.clone() });
                 *lease_expired
@@ -447,15 +459,15 @@ mod tests {
     fn what_each_decision_writes() {
         let failure = Failure::lease_expired();
         let hold = ClaimDecision::Hold { lease_expired: false, failure: Some(failure.clone()) };
-        let w = RowWrite::of(&hold, 2, T0).expect("a hold writes");
+        let w = RowWrite::of(&hold, 2, T0, T0).expect("a hold writes");
         assert_eq!((w.state, w.attempts, w.due_at, w.lease_until), (DeliveryState::Held, 2, None, None));
         assert!(w.holds && !w.stamps_claim);
         assert_eq!(w.failure, LastFailure::Set(Some(failure.clone())));
-        let w = RowWrite::of(&run(3, false), 2, T0).expect("a run writes");
+        let w = RowWrite::of(&run(3, false), 2, T0, T0).expect("a run writes");
         assert_eq!((w.state, w.attempts), (DeliveryState::Running, 3));
         assert_eq!((w.due_at, w.lease_until), (Some(T0 + 31_000), Some(T0 + 31_000)), "a lease's end is its due time");
         assert!(w.stamps_claim && !w.holds);
-        let w = RowWrite::of(&ClaimDecision::Handled, 2, T0).expect("handled writes");
+        let w = RowWrite::of(&ClaimDecision::Handled, 2, T0, T0).expect("handled writes");
         assert_eq!(
             (w.state, w.failure.clone(), w.end_reason),
             (DeliveryState::Succeeded, LastFailure::Kept, Some("handled"))
@@ -465,9 +477,9 @@ mod tests {
             because: crate::rules::FailedBecause::PastWindow,
             lease_expired: false,
         };
-        let w = RowWrite::of(&give_up, 2, T0).expect("giving up writes");
+        let w = RowWrite::of(&give_up, 2, T0, T0).expect("giving up writes");
         assert_eq!((w.state, w.end_reason), (DeliveryState::Failed, Some("past_window")));
-        assert_eq!(RowWrite::of(&ClaimDecision::Skip, 2, T0), None);
+        assert_eq!(RowWrite::of(&ClaimDecision::Skip, 2, T0, T0), None);
     }
 
     #[test]

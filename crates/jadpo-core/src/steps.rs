@@ -16,7 +16,8 @@ use crate::drivers::{CallRequest, Driver};
 use crate::events;
 use crate::payload::{call_args, new_event};
 use crate::rng::RandomSource;
-use crate::rules::breaker;
+use crate::rules::breaker::{self, BreakerRow};
+use crate::rules::rate::RateTurn;
 use crate::rules::{
     self, ClaimDecision, Decision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
 };
@@ -24,7 +25,7 @@ use crate::store::{
     ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport, Expansion, NewEvent, Recorded,
     ScheduleSpec, Store, StoreError, UnexpandedEvent,
 };
-use jadpo_check::program::{FailureKind, Program};
+use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,6 +92,8 @@ pub struct Runtime {
     clock: Arc<dyn Clock>,
     drivers: Vec<Arc<dyn Driver>>,
     subscribers: HashMap<String, usize>,
+    /// Each rate-limited connection's rate, by name.
+    rates: HashMap<String, Rate>,
     schedules: Vec<ScheduleSpec>,
     observer: Arc<dyn Observer>,
     random: RandomSource,
@@ -124,6 +127,7 @@ impl Runtime {
     ) -> Runtime {
         let breakers = ProcessBreakers::new(&program);
         let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+        let rates = program.connections.iter().filter_map(|c| Some((c.name.clone(), c.rate?))).collect();
         let schedules = program
             .schedules
             .iter()
@@ -135,6 +139,7 @@ impl Runtime {
             clock,
             drivers,
             subscribers,
+            rates,
             schedules,
             observer: Arc::new(NoObserver),
             random,
@@ -186,7 +191,7 @@ impl Runtime {
             // A delivery of a subscriber this program no longer has: a defect of
             // the deployment, failed so an operator sees it (and can retry it).
             None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, timeout) {
-                decided @ (ClaimDecision::Skip | ClaimDecision::Handled) => decided,
+                decided @ (ClaimDecision::Skip | ClaimDecision::Handled | ClaimDecision::Wait { .. }) => decided,
                 ClaimDecision::Run { lease_expired, .. }
                 | ClaimDecision::Hold { lease_expired, .. }
                 | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
@@ -205,6 +210,9 @@ impl Runtime {
         // Runs let through, by connection, to give back those that did not start.
         let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
+        // Calls waiting for their connection's rate in this claim, by connection:
+        // each is due at its own turn, behind those ahead of it.
+        let mut rate_waits: HashMap<String, u32> = HashMap::new();
         let raiser = Raiser { program: &self.program };
         // Started before the store reads any breaker's row: outcomes recorded
         // while this claim runs still count for it.
@@ -221,10 +229,27 @@ impl Runtime {
                 }
                 match view.gate(&c.connection, &c.breaker, &decision) {
                     Gate::Run => {
+                        // A fresh run takes a turn of its connection's rate (a lease
+                        // taken back runs: its attempt was counted already).
+                        let mut next = None;
+                        if let ClaimDecision::Run { lease_expired: false, .. } = decision {
+                            let rate = self.rates.get(&c.connection).copied();
+                            let ahead = rate_waits.get(&c.connection).copied().unwrap_or(0);
+                            match rules::rate::turn(rate, c.breaker.rate_tat_us, now_ms, ahead) {
+                                Some(RateTurn::Wait { until_ms }) => {
+                                    *rate_waits.entry(c.connection.clone()).or_default() += 1;
+                                    return (ClaimDecision::Wait { until_ms }, None);
+                                }
+                                Some(RateTurn::Go { next_tat_us }) => {
+                                    next = Some(BreakerRow { rate_tat_us: Some(next_tat_us), ..c.breaker.clone() });
+                                }
+                                None => {}
+                            }
+                        }
                         if matches!(decision, ClaimDecision::Run { .. }) {
                             *let_through.entry(c.connection.clone()).or_default() += 1;
                         }
-                        (decision, None)
+                        (decision, next)
                     }
                     Gate::Hold => (decision.held(), None),
                     Gate::Wait => {

@@ -11,7 +11,7 @@ use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
 use postgres::{Client, GenericClient, Row, Transaction};
 
 const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
-     probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason";
+     probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason, rate_tat_us";
 
 fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
     let state: String = col(r, "state")?;
@@ -38,6 +38,7 @@ fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
                 }),
                 None => None,
             },
+            rate_tat_us: col(r, "rate_tat_us")?,
         },
         held: u64::try_from(col::<i64>(r, "held")?).unwrap_or(0),
         connection,
@@ -87,7 +88,7 @@ pub(super) fn write_breaker(
     let paused_until = next.pause.as_ref().and_then(|p| p.until_ms);
     let paused_by = next.pause.as_ref().map(|p| p.by.as_str());
     let pause_reason = next.pause.as_ref().and_then(|p| p.reason.as_deref());
-    // The next row's values, $1 to $14, for both statements.
+    // The next row's values, $1 to $15, for both statements.
     let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![
         &connection,
         &state,
@@ -103,6 +104,7 @@ pub(super) fn write_breaker(
         &paused_until,
         &paused_by,
         &pause_reason,
+        &next.rate_tat_us,
     ];
     let n = match old {
         None => tx
@@ -110,9 +112,9 @@ pub(super) fn write_breaker(
                 &q(
                     "INSERT INTO {s}.circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
                      alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, paused_until, \
-                     paused_by, pause_reason) \
+                     paused_by, pause_reason, rate_tat_us) \
                      VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10, $11, $12, \
-                     $13, $14) \
+                     $13, $14, $15) \
                      ON CONFLICT (connection) DO NOTHING",
                     s,
                 ),
@@ -124,6 +126,10 @@ pub(super) fn write_breaker(
             let old_failures = i64::from(old.failures_in_a_row);
             let old_alerts = i64::from(old.alerts);
             let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
+            // The rate's time only moves forward, so a change that is not of the
+            // rate keeps the newer one; a change of the rate (a claim's call, a
+            // `429`) is conditional on the rate as read.
+            let rate_changes = next.rate_tat_us != old.rate_tat_us;
             params.extend_from_slice(&[
                 &old_state,
                 &old_failures,
@@ -131,16 +137,20 @@ pub(super) fn write_breaker(
                 &old.probe,
                 &old_alerts,
                 &old_paused_at,
+                &rate_changes,
+                &old.rate_tat_us,
             ]);
             tx.execute(
                 &q(
                     "UPDATE {s}.circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
                      pause_ms = $5, alerts = $6, alerted_at = CASE WHEN $7 THEN COALESCE(alerted_at, $10) END, \
                      probe_delivery = $8, probe_lease_until = $9, updated_at = $10, paused_at = $11, \
-                     paused_until = $12, paused_by = $13, pause_reason = $14 \
-                     WHERE connection = $1 AND state = $15 AND failures_in_a_row = $16 \
-                     AND opened_at IS NOT DISTINCT FROM $17 AND probe_delivery IS NOT DISTINCT FROM $18 \
-                     AND alerts = $19 AND paused_at IS NOT DISTINCT FROM $20",
+                     paused_until = $12, paused_by = $13, pause_reason = $14, \
+                     rate_tat_us = GREATEST(rate_tat_us, $15::bigint) \
+                     WHERE connection = $1 AND state = $16 AND failures_in_a_row = $17 \
+                     AND opened_at IS NOT DISTINCT FROM $18 AND probe_delivery IS NOT DISTINCT FROM $19 \
+                     AND alerts = $20 AND paused_at IS NOT DISTINCT FROM $21 \
+                     AND (NOT $22 OR rate_tat_us IS NOT DISTINCT FROM $23::bigint)",
                     s,
                 ),
                 &params,

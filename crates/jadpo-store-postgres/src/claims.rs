@@ -190,7 +190,8 @@ pub(super) fn apply_all<'a>(
             writes.iter().map(|w| failure(w).and_then(|f| f.reason.as_deref())).collect::<Vec<Option<&str>>>(),
         )
         .add("end_reason", "text", writes.iter().map(|w| w.end_reason).collect::<Vec<Option<&str>>>())
-        .add("budget_start", "bigint", writes.iter().map(|w| w.budget_start).collect::<Vec<i64>>());
+        .add("budget_start", "bigint", writes.iter().map(|w| w.budget_start).collect::<Vec<i64>>())
+        .add("waited", "bigint", writes.iter().map(|w| w.waited_ms).collect::<Vec<i64>>());
     let sql = q(
         &format!(
             "UPDATE {{s}}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
@@ -201,7 +202,8 @@ pub(super) fn apply_all<'a>(
              last_code = CASE WHEN u.sets_failure THEN u.code ELSE d.last_code END, \
              last_kind = CASE WHEN u.sets_failure THEN u.kind ELSE d.last_kind END, \
              last_reason = CASE WHEN u.sets_failure THEN u.reason ELSE d.last_reason END, \
-             end_reason = COALESCE(u.end_reason, d.end_reason), budget_start = u.budget_start \
+             end_reason = COALESCE(u.end_reason, d.end_reason), budget_start = u.budget_start, \
+             held_ms = d.held_ms + u.waited \
              FROM {} \
              WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
              AND d.due_at IS NOT DISTINCT FROM u.seen_due \

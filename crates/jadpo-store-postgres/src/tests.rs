@@ -104,7 +104,7 @@ fn claim_statement(db: &Db, meddling: &str) -> bool {
         tx.batch_execute(meddling).expect("meddle");
     }
     let hold = ClaimDecision::Hold { lease_expired: false, failure: None };
-    let write = RowWrite::of(&hold, rows[0].candidate.record.attempts, rows[0].candidate.record.budget_start_ms).expect("a hold writes");
+    let write = RowWrite::of(&hold, rows[0].candidate.record.attempts, rows[0].candidate.record.budget_start_ms, T0).expect("a hold writes");
     let plan = ClaimPlan { changes: vec![Change { row: 0, decision: hold, write }], left: Vec::new() };
     let took = claims::apply_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &rows, &plan, T0).expect("apply");
     tx.commit().expect("commit");

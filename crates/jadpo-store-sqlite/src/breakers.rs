@@ -2,7 +2,7 @@
 //! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
 
 use super::builtin::alerted;
-use super::{Error, RowOf, StoreError, count_at};
+use super::{Error, RowOf, StoreError, count_at, schema};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 macro_rules! breaker_columns {
     () => {
         "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
-         probe_lease_until, paused_at, paused_until, paused_by, pause_reason"
+         probe_lease_until, paused_at, paused_until, paused_by, pause_reason, rate_tat_us"
     };
 }
 
@@ -70,6 +70,7 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, Error> {
                 }),
                 None => None,
             },
+            rate_tat_us: r.get("rate_tat_us")?,
         },
         held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
         connection,
@@ -78,21 +79,25 @@ pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, Error> {
 
 /// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
 pub(super) fn read_breakers(conn: &Connection, filter: &str) -> Result<Vec<BreakerView>, Error> {
-    read_breakers_of(conn, filter, true)
+    read_breakers_of(conn, filter, schema::VERSION)
 }
 
-/// [`read_breakers`] on a store that may be older than pauses (`pauses` false:
-/// a read-only handle on a store not migrated yet reads every one as unpaused).
-pub(super) fn read_breakers_of(conn: &Connection, filter: &str, pauses: bool) -> Result<Vec<BreakerView>, Error> {
-    let sql = if pauses {
-        format!("{BREAKERS_WITH_HELD} {filter} ORDER BY connection")
-    } else {
-        BREAKERS_WITH_HELD.replacen(
+/// [`read_breakers`] on a store of schema `version`, which may be older than
+/// pauses or rates (a read-only handle on a store not migrated yet reads every
+/// one as unpaused, with no rate).
+pub(super) fn read_breakers_of(conn: &Connection, filter: &str, version: i64) -> Result<Vec<BreakerView>, Error> {
+    let mut sql = BREAKERS_WITH_HELD.to_string();
+    if version < schema::VERSION_WITH_PAUSES {
+        sql = sql.replacen(
             "paused_at, paused_until, paused_by, pause_reason",
             "NULL AS paused_at, NULL AS paused_until, NULL AS paused_by, NULL AS pause_reason",
             1,
-        ) + &format!(" {filter} ORDER BY connection")
-    };
+        );
+    }
+    if version < schema::VERSION_WITH_KEYS {
+        sql = sql.replacen("rate_tat_us", "NULL AS rate_tat_us", 1);
+    }
+    let sql = sql + &format!(" {filter} ORDER BY connection");
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
@@ -145,21 +150,26 @@ pub(super) fn write_breaker(
         (":paused_until", &paused_until),
         (":paused_by", &paused_by),
         (":pause_reason", &pause_reason),
+        (":rate_tat_us", &next.rate_tat_us),
     ];
     let n = match old {
         None => tx
             .prepare_cached(
                 "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
                  pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
-                 paused_until, paused_by, pause_reason) \
+                 paused_until, paused_by, pause_reason, rate_tat_us) \
                  VALUES (:connection, :state, :failures, :opened_at, :pause_ms, :alerts, \
                  CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now, :paused_at, \
-                 :paused_until, :paused_by, :pause_reason) \
+                 :paused_until, :paused_by, :pause_reason, :rate_tat_us) \
                  ON CONFLICT (connection) DO NOTHING",
             )?
             .execute(values.as_slice())?,
         Some(old) => {
             let old_state = old.state.as_str();
+            // The rate's time only moves forward, so a change that is not of the
+            // rate keeps the newer one; a change of the rate (a claim's call, a
+            // `429`) is conditional on the rate as read.
+            let rate_changes = next.rate_tat_us != old.rate_tat_us;
             let old_paused_at = old.pause.as_ref().map(|p| p.at_ms);
             values.extend_from_slice(&[
                 (":old_paused_at", &old_paused_at as &dyn ToSql),
@@ -168,6 +178,8 @@ pub(super) fn write_breaker(
                 (":old_opened_at", &old.opened_at_ms),
                 (":old_probe", &old.probe),
                 (":old_alerts", &old.alerts),
+                (":old_rate_tat_us", &old.rate_tat_us),
+                (":rate_changes", &rate_changes),
             ]);
             tx.prepare_cached(
                 "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
@@ -175,10 +187,11 @@ pub(super) fn write_breaker(
                  alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
                  probe_delivery = :probe, probe_lease_until = :probe_lease_until, updated_at = :now, \
                  paused_at = :paused_at, paused_until = :paused_until, paused_by = :paused_by, \
-                 pause_reason = :pause_reason \
+                 pause_reason = :pause_reason, rate_tat_us = CASE WHEN :rate_tat_us IS NULL THEN rate_tat_us \
+                 WHEN rate_tat_us IS NULL THEN :rate_tat_us ELSE max(rate_tat_us, :rate_tat_us) END \
                  WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
                  AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
-                 AND paused_at IS :old_paused_at",
+                 AND paused_at IS :old_paused_at AND (NOT :rate_changes OR rate_tat_us IS :old_rate_tat_us)",
             )?
             .execute(values.as_slice())?
         }

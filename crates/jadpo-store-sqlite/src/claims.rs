@@ -114,6 +114,11 @@ pub(super) fn apply(
             ),
             named_params! {":now": now_ms, ":connection": connection, ":code": code, ":kind": kind, ":reason": reason},
         ),
+        // Waiting for its connection's rate: due at its turn, the wait held.
+        DeliveryState::Pending => (
+            as_seen!("UPDATE jadpo_deliveries SET due_at = :due_at, held_ms = held_ms + :waited"),
+            named_params! {":due_at": write.due_at, ":waited": write.waited_ms},
+        ),
         // Run: the attempt counted, leased (the lease's end is also its due time,
         // so a claim finds it again when the lease ends).
         DeliveryState::Running => (

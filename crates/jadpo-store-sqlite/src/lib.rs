@@ -323,8 +323,8 @@ impl Store for SqliteStore {
     }
 
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        let pauses = self.has_pauses();
-        self.with_retry(|conn| reads::status(conn, now_ms, pauses))
+        let version = self.version;
+        self.with_retry(|conn| reads::status(conn, now_ms, version))
     }
 
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
@@ -350,8 +350,8 @@ impl Store for SqliteStore {
     }
 
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        let pauses = self.has_pauses();
-        self.with_retry(|conn| reads::breakers(conn, pauses))
+        let version = self.version;
+        self.with_retry(|conn| reads::breakers(conn, version))
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {

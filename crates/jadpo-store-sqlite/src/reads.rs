@@ -153,7 +153,7 @@ pub(super) fn delivery(
     Ok(Some((view, history)))
 }
 
-pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result<StatusView, Error> {
+pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result<StatusView, Error> {
     let tx = conn.transaction()?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
     {
@@ -178,10 +178,9 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result
     let open: i64 =
         tx.query_row("SELECT count(*) FROM jadpo_circuit_breakers WHERE state <> 'closed'", [], |r| r.get(0))?;
     view.breakers_open = u64::try_from(open).unwrap_or(0);
-    if pauses {
-        view.breakers_paused =
-            read_breakers(&tx, super::breakers::PAUSED)?.iter().filter(|b| breaker::paused(&b.row, now_ms)).count()
-                as u64;
+    if version >= super::schema::VERSION_WITH_PAUSES {
+        let paused = super::breakers::read_breakers_of(&tx, super::breakers::PAUSED, version)?;
+        view.breakers_paused = paused.iter().filter(|b| breaker::paused(&b.row, now_ms)).count() as u64;
     }
     let oldest: Option<i64> =
         tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
@@ -189,8 +188,8 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, pauses: bool) -> Result
     Ok(view)
 }
 
-pub(super) fn breakers(conn: &mut Connection, pauses: bool) -> Result<Vec<BreakerView>, Error> {
-    super::breakers::read_breakers_of(conn, "", pauses)
+pub(super) fn breakers(conn: &mut Connection, version: i64) -> Result<Vec<BreakerView>, Error> {
+    super::breakers::read_breakers_of(conn, "", version)
 }
 
 pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option<i64>, Error> {

@@ -39,6 +39,10 @@ pub struct BreakerRow {
     pub probe_lease_until_ms: Option<i64>,
     /// An operator's pause, while one is recorded (see [`paused`]).
     pub pause: Option<Pause>,
+    /// The connection's rate (`rate:`, and a `429`'s `Retry-After`): when its next
+    /// call may start at the steady rate, in microseconds (the theoretical
+    /// arrival time of the generic cell rate algorithm); see [`crate::rules::rate`].
+    pub rate_tat_us: Option<i64>,
 }
 
 /// An operator's pause of a connection: every delivery is held as an open
@@ -67,6 +71,7 @@ impl Default for BreakerRow {
             probe: None,
             probe_lease_until_ms: None,
             pause: None,
+            rate_tat_us: None,
         }
     }
 }
@@ -225,8 +230,16 @@ pub enum AfterAttempt {
     Reopened,
 }
 
-/// The breaker after `delivery`'s attempt ended with `outcome` at `now_ms`.
+/// The breaker after `delivery`'s attempt ended with `outcome` at `now_ms`. A
+/// provider's `Retry-After` (on a `429` or a `503`) slows the whole connection:
+/// no call of it starts before then ([`super::rate::after_retry_after`]).
 pub fn after_attempt(row: &BreakerRow, delivery: i64, outcome: &Outcome, now_ms: i64) -> (BreakerRow, AfterAttempt) {
+    let (mut next, what) = breaker_after_attempt(row, delivery, outcome, now_ms);
+    next.rate_tat_us = super::rate::after_retry_after(row.rate_tat_us, outcome, now_ms);
+    (next, what)
+}
+
+fn breaker_after_attempt(row: &BreakerRow, delivery: i64, outcome: &Outcome, now_ms: i64) -> (BreakerRow, AfterAttempt) {
     let mut next = row.clone();
     let is_probe = row.state == BreakerState::Probing && row.probe == Some(delivery);
     match (signal(outcome), row.state) {
@@ -308,7 +321,7 @@ pub fn pause(row: &BreakerRow, pause: Pause) -> BreakerRow {
 /// The row once an operator resumes it: closed, the pause gone, its alerts
 /// counted still; the store releases what it holds, due at once.
 pub fn resume(row: &BreakerRow) -> BreakerRow {
-    BreakerRow { alerts: row.alerts, ..BreakerRow::default() }
+    BreakerRow { alerts: row.alerts, rate_tat_us: row.rate_tat_us, ..BreakerRow::default() }
 }
 
 /// The tick's sweep at `now_ms` ends a pause whose time has come: the row

@@ -8,6 +8,7 @@
 
 pub mod breaker;
 pub mod hold;
+pub mod rate;
 pub mod retention;
 
 use crate::codes::RuntimeCode;
@@ -335,6 +336,12 @@ pub enum ClaimDecision {
         lease_expired: bool,
         /// The failure kept on the record, as for [`ClaimDecision::Run`].
         failure: Option<Failure>,
+    },
+    /// Its connection's rate has no turn for it now: pending, due at `until_ms`,
+    /// the wait added to its time held (no attempt, no `within:` spent).
+    Wait {
+        /// Its turn.
+        until_ms: i64,
     },
     /// Given up at the claim, without running; not counted as an attempt.
     GiveUp {

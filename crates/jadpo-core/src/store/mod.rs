@@ -73,7 +73,9 @@ pub fn end_reason_at_claim(decision: &ClaimDecision) -> Option<&'static str> {
     match decision {
         ClaimDecision::Handled => Some(END_HANDLED),
         ClaimDecision::GiveUp { because, .. } => Some(because.as_str()),
-        ClaimDecision::Skip | ClaimDecision::Run { .. } | ClaimDecision::Hold { .. } => None,
+        ClaimDecision::Skip | ClaimDecision::Run { .. } | ClaimDecision::Hold { .. } | ClaimDecision::Wait { .. } => {
+            None
+        }
     }
 }
 

@@ -102,6 +102,127 @@ fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
     assert_eq!(last.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a3.id]);
 }
 
+/// A program whose connection `c` has `rate` (a connection key, or nothing).
+fn rated_program(rate: &str) -> std::sync::Arc<jadpo_check::program::Program> {
+    jadpo_test_support::program(&format!(
+        r#"
+event Paid {{ id: string }}
+connection c {{ url: "http://127.0.0.1:9/x" {rate} }}
+action record(id: string) {{ via: c }}
+subscriber rec {{ on: Paid  run: record(event.id)  timeout: 1s }}
+"#
+    ))
+}
+
+/// Claims at each next due time on the virtual clock, each call answered at
+/// once with `answer`, until nothing is due: when each call started.
+fn call_times(
+    rt: &jadpo_core::steps::Runtime,
+    store: &dyn Store,
+    answer: impl Fn(usize) -> Outcome,
+) -> Vec<i64> {
+    let mut starts = Vec::new();
+    let mut now = T0;
+    for _ in 0..100_000 {
+        let due = rt.claim_due(now, 20).unwrap();
+        let done: Vec<_> = due
+            .report
+            .run
+            .iter()
+            .map(|c| {
+                starts.push(c.claimed_at_ms);
+                rt.conclude(c, answer(starts.len() - 1), now)
+            })
+            .collect();
+        rt.record_outcomes(&done).unwrap();
+        match store.next_due_ms().unwrap() {
+            Some(t) => now = now.max(t),
+            None => return starts,
+        }
+    }
+    panic!("still due after 100,000 claims");
+}
+
+fn runtime_on(
+    store: std::sync::Arc<dyn Store>,
+    program: std::sync::Arc<jadpo_check::program::Program>,
+) -> jadpo_core::steps::Runtime {
+    use jadpo_core::{clock::VirtualClock, config::RuntimeConfig, drivers::FakeDriver, rng::RandomSource};
+    let clock = std::sync::Arc::new(VirtualClock::new(T0));
+    let driver: std::sync::Arc<dyn jadpo_core::drivers::Driver> = std::sync::Arc::new(FakeDriver::new(Vec::new()));
+    jadpo_core::steps::Runtime::new(program, store, clock, vec![driver], RandomSource::from_seed(1), RuntimeConfig::default())
+}
+
+/// `rate: 10/s`: a backlog of 1,000 calls takes 99.9 s from the first call to the
+/// last, never two within 100 ms, and waiting spends no attempt; with a burst,
+/// that many go at once first.
+fn a_connections_rate_spaces_its_calls_exactly(f: &dyn Fixture) {
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::from(f.open());
+    let program = rated_program("rate: 10/s");
+    let rt = runtime_on(store.clone(), program.clone());
+    let events: Vec<NewEvent> = (0..1000)
+        .map(|i| jadpo_core::payload::new_event(&program, "Paid", &format!(r#"{{"id":"p{i}"}}"#)).unwrap())
+        .collect();
+    store.emit(&events, T0).unwrap();
+    let starts = call_times(&rt, &*store, |_| Outcome::ok());
+    assert_eq!(starts.len(), 1000);
+    assert_eq!((starts[0], starts[999]), (T0, T0 + 99_900));
+    assert!(starts.windows(2).all(|w| w[1] - w[0] >= 100), "two calls within 100 ms");
+    let all = store.deliveries(&DeliveryFilter::default()).unwrap();
+    assert!(all.iter().all(|d| d.state == DeliveryState::Succeeded && d.attempts == 1));
+    let last = all.iter().max_by_key(|d| d.held_ms).unwrap();
+    assert!(last.held_ms >= 99_000, "the wait is time held, not window spent: {}", last.held_ms);
+
+    // A burst of 5 at 10/s: five at once, then one every 100 ms.
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::from(f.open());
+    let program = rated_program("rate: 10/s  burst: 5");
+    let rt = runtime_on(store.clone(), program.clone());
+    let events: Vec<NewEvent> = (0..8)
+        .map(|i| jadpo_core::payload::new_event(&program, "Paid", &format!(r#"{{"id":"q{i}"}}"#)).unwrap())
+        .collect();
+    store.emit(&events, T0 + 1_000_000).unwrap();
+    let starts = call_times(&rt, &*store, |_| Outcome::ok());
+    let base = starts[0];
+    let offsets: Vec<i64> = starts.iter().map(|t| t - base).collect();
+    assert_eq!(offsets[..5], [0, 0, 0, 0, 0]);
+    // The bucket refills at the rate: the sixth call one interval after the burst.
+    assert_eq!(offsets[5..], [100, 200, 300]);
+}
+
+/// A `429` with `Retry-After` slows its connection: no other delivery of it
+/// starts before that time, whether or not the connection has a rate.
+fn a_retry_after_holds_back_the_whole_connection(f: &dyn Fixture) {
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::from(f.open());
+    let program = rated_program("");
+    let rt = runtime_on(store.clone(), program.clone());
+    let events: Vec<NewEvent> = (0..3)
+        .map(|i| jadpo_core::payload::new_event(&program, "Paid", &format!(r#"{{"id":"p{i}"}}"#)).unwrap())
+        .collect();
+    store.emit(&events, T0).unwrap();
+    let limited = || {
+        Outcome::Failed(jadpo_core::rules::CallFailure {
+            retry_after_ms: Some(30_000),
+            ..jadpo_core::rules::CallFailure::new(FailureKind::RateLimited, "http.429")
+        })
+    };
+    // One claim takes a single call (the others of the claim run too: the
+    // provider has not answered yet); its 429 then holds back what follows.
+    let first = rt.claim_due(T0, 1).unwrap().report.run;
+    assert_eq!(first.len(), 1);
+    rt.record_outcomes(&[rt.conclude(&first[0], limited(), T0 + 10)]).unwrap();
+    assert!(rt.claim_due(T0 + 20, 10).unwrap().report.run.is_empty(), "held back until Retry-After");
+    let others: Vec<_> = store
+        .deliveries(&DeliveryFilter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.id != first[0].id)
+        .map(|d| (d.state, d.attempts, d.due_at_ms))
+        .collect();
+    assert_eq!(others, vec![(DeliveryState::Pending, 0, Some(T0 + 30_010)); 2], "due at the Retry-After, no attempt spent");
+    let later = rt.claim_due(T0 + 30_010, 10).unwrap().report.run;
+    assert!(later.iter().any(|c| c.id != first[0].id && c.attempt == 1), "the connection goes on: {later:?}");
+}
+
 fn emit_claim_and_record_a_success(f: &dyn Fixture) {
     let store = f.open();
     let ids = store.emit(&[event(1), event(2)], T0).unwrap();
@@ -543,6 +664,8 @@ jadpo_test_support::on_every_store!(
     each_attempt_keeps_its_failure_reason,
     a_batch_is_claimed_in_due_order_and_recorded_row_by_row,
     one_keys_deliveries_run_one_at_a_time_in_event_order,
+    a_connections_rate_spaces_its_calls_exactly,
+    a_retry_after_holds_back_the_whole_connection,
 );
 
 #[test]
