@@ -295,7 +295,11 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
         let Some(row) = rows.get(change.row) else { continue };
         let c = &row.candidate;
         let lease_expired = match &change.decision {
-            ClaimDecision::Skip | ClaimDecision::Wait { .. } => continue,
+            ClaimDecision::Skip => continue,
+            ClaimDecision::Wait { until_ms } => {
+                settled.report.waiting.push((c.id, *until_ms));
+                continue;
+            }
             ClaimDecision::Hold { lease_expired, .. } => {
                 settled.report.held.push(HeldAtClaim { id: c.id, connection: c.connection.clone() });
                 *lease_expired

@@ -295,4 +295,68 @@ mod tests {
             assert_eq!(err.field(), field, "{payload}: {err}");
         }
     }
+
+    /// The deliveries an event makes under a program whose subscriber `s` has
+    /// `clauses` (its `where:` and `order_by:`).
+    fn deliveries(clauses: &str, payload: &str) -> Vec<NewDelivery> {
+        let text = format!(
+            r#"
+event Paid {{ id: string  cents: int  rate: float?  currency: string  at: time  ok: bool? }}
+connection c {{ url: "https://ledger.internal" }}
+action record(id: string) {{ via: c }}
+subscriber s {{ on: Paid  run: record(event.id)  {clauses} }}
+subscriber other {{ on: Paid  run: record(event.id) }}
+"#
+        );
+        let checked = jadpo_check::check(
+            &[jadpo_check::SourceFile { name: "t.jadpo".into(), text }],
+            jadpo_check::Lower::Yes,
+        );
+        let program = checked.program.expect("the program checks");
+        new_event(&program, "Paid", payload).expect("a valid payload").deliveries
+    }
+
+    fn taken(clauses: &str, payload: &str) -> bool {
+        deliveries(clauses, payload).iter().any(|d| d.subscriber == "s")
+    }
+
+    #[test]
+    fn a_filter_decides_which_subscribers_take_an_event() {
+        let p = r#"{"id": "p1", "cents": 12000, "currency": "EUR", "at": "2026-03-01T10:00:00+01:00"}"#;
+        for (clause, expected) in [
+            ("where: event.cents >= 10000 and event.currency == \"EUR\"", true),
+            ("where: event.cents > 12000", false),
+            ("where: 12000 <= event.cents", true),
+            ("where: event.currency in [\"USD\", \"EUR\"]", true),
+            ("where: event.currency not in [\"USD\", \"EUR\"]", false),
+            ("where: not (event.cents < 100 or event.currency == \"USD\")", true),
+            // Times compare as instants: 10:00+01:00 is 09:00Z.
+            ("where: event.at < \"2026-03-01T09:30:00Z\"", true),
+            ("where: event.cents == event.cents", true),
+            // An optional field left out equals nothing.
+            ("where: event.rate > 1", false),
+            ("where: event.rate != 1", true),
+            ("where: event.ok", false),
+            ("where: not event.ok", true),
+            // A float field beside an integer literal.
+            ("where: event.rate <= 2", false),
+        ] {
+            assert_eq!(taken(clause, p), expected, "{clause}");
+        }
+        let with_rate = r#"{"id": "p1", "cents": 1, "rate": 1.5, "currency": "EUR", "at": "2026-03-01T10:00:00Z", "ok": true}"#;
+        assert!(taken("where: event.rate <= 2 and event.rate > 1", with_rate));
+        assert!(taken("where: event.ok", with_rate));
+        // A subscriber without a filter takes every event.
+        assert!(deliveries("where: event.cents > 1000000", p).iter().any(|d| d.subscriber == "other"));
+    }
+
+    #[test]
+    fn an_ordered_subscriber_keys_its_deliveries_by_the_field() {
+        let p = r#"{"id": "p1", "cents": 42, "currency": "EUR", "at": "2026-03-01T10:00:00Z"}"#;
+        let key = |clause: &str| deliveries(clause, p).into_iter().find(|d| d.subscriber == "s").and_then(|d| d.order_key);
+        assert_eq!(key("order_by: event.id").as_deref(), Some("p1"));
+        assert_eq!(key("order_by: event.cents").as_deref(), Some("42"));
+        assert_eq!(key("").as_deref(), None);
+        assert!(deliveries("order_by: event.id", p).iter().all(|d| d.subscriber == "s" || d.order_key.is_none()));
+    }
 }

@@ -287,6 +287,8 @@ pub struct ClaimReport {
     pub ended: Vec<EndedAtClaim>,
     /// Deliveries held by their connection's open breaker.
     pub held: Vec<HeldAtClaim>,
+    /// Deliveries left pending for their connection's rate: (id, its turn).
+    pub waiting: Vec<(i64, i64)>,
 }
 
 /// A delivery a claim ended without running it.
@@ -312,7 +314,7 @@ pub struct HeldAtClaim {
 impl ClaimReport {
     /// How many deliveries the claim changed.
     pub fn changed(&self) -> usize {
-        self.run.len() + self.ended.len() + self.held.len()
+        self.run.len() + self.ended.len() + self.held.len() + self.waiting.len()
     }
 }
 
