@@ -90,10 +90,34 @@ impl Rate {
         (self.per_ms as i64).saturating_mul(1000) / i64::from(self.count.max(1))
     }
 
-    /// How long `n` calls take at this rate, the first `burst` at once.
+    /// How long `n` calls take at this rate from the first to the last, the
+    /// first `burst` at once (1,000 calls at 10/s: 99.9 s).
     pub fn drain_ms(self, n: u64) -> u64 {
         let spaced = n.saturating_sub(u64::from(self.burst));
         (spaced.saturating_mul(self.interval_us() as u64)).div_ceil(1000)
+    }
+
+    /// The rate as written: `50/s`, `600/m`, `20/h`.
+    pub fn written(self) -> String {
+        let unit = match self.per_ms {
+            1_000 => "s",
+            60_000 => "m",
+            _ => "h",
+        };
+        format!("{}/{unit}", self.count)
+    }
+
+    /// What the rate means for a backlog of `n` calls, for people (`jadpoc plan`,
+    /// the editor's hover): "at 50/s, 10,000 calls take 3m 20s from the first to
+    /// the last".
+    pub fn backlog_words(self, n: u64) -> String {
+        let burst = if self.burst > 1 { format!(" (the first {} at once)", self.burst) } else { String::new() };
+        format!(
+            "at {}, {} calls take {} from the first to the last{burst}",
+            self.written(),
+            crate::words::thousands(n),
+            crate::format_duration_spaced(self.drain_ms(n))
+        )
     }
 }
 

@@ -18,7 +18,8 @@
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{self, ClaimDecision, Failure, Record};
 use crate::store::{
-    ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, end_reason_at_claim,
+    ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, WaitingAtClaim,
+    end_reason_at_claim,
 };
 use jadpo_check::program::DeliveryState;
 use std::collections::HashMap;
@@ -297,7 +298,8 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
         let lease_expired = match &change.decision {
             ClaimDecision::Skip => continue,
             ClaimDecision::Wait { until_ms } => {
-                settled.report.waiting.push((c.id, *until_ms));
+                let connection = c.connection.clone();
+                settled.report.waiting.push(WaitingAtClaim { id: c.id, connection, until_ms: *until_ms });
                 continue;
             }
             ClaimDecision::Hold { lease_expired, .. } => {

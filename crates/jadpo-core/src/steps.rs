@@ -23,7 +23,7 @@ use crate::rules::{
 };
 use crate::store::{
     ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport, Expansion, NewEvent, Recorded,
-    ScheduleSpec, Store, StoreError, UnexpandedEvent,
+    ScheduleSpec, Store, StoreError, UnexpandedEvent, WaitingAtClaim,
 };
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
@@ -39,6 +39,8 @@ pub trait Observer: Send + Sync {
     fn work_due(&self) {}
     /// A claim at `now_ms` took `claimed` to run.
     fn claimed(&self, _claimed: &Claimed, _now_ms: i64) {}
+    /// A claim left a delivery waiting for its connection's rate.
+    fn waiting(&self, _waiting: &WaitingAtClaim) {}
     /// An attempt's outcome was written.
     fn attempt(&self, _recorded: &Recorded, _subscriber: &str) {}
 }
@@ -279,6 +281,7 @@ impl Runtime {
             self.observer.work_due();
         }
         report.run.iter().for_each(|c| self.observer.claimed(c, now_ms));
+        report.waiting.iter().for_each(|w| self.observer.waiting(w));
         Ok(DueClaim { report, waiting })
     }
 

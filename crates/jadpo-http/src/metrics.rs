@@ -24,7 +24,7 @@ use jadpo_core::config::{METRICS_MAX_CONNECTIONS, METRICS_REFRESH_MS};
 use jadpo_core::events;
 use jadpo_core::rules::Outcome;
 use jadpo_core::steps::Observer;
-use jadpo_core::store::{Claimed, Recorded, Store, StoreError};
+use jadpo_core::store::{Claimed, Recorded, Store, StoreError, WaitingAtClaim};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -110,6 +110,7 @@ pub struct Metrics {
     claim_lag: Family<SubscriberLabels, Histogram, fn() -> Histogram>,
     deliveries: Family<StateLabels, Gauge>,
     breaker_state: Family<BreakerLabels, Gauge>,
+    rate_waits: Family<ConnectionLabels, Counter>,
     oldest_pending: Gauge,
     /// When the store's figures were last read (ms), if ever.
     refreshed_at: Mutex<Option<i64>>,
@@ -170,6 +171,12 @@ impl Metrics {
             "Each connection's circuit breaker: 1 for the state it is in, 0 for the others",
             breaker_state.clone(),
         );
+        let rate_waits = Family::<ConnectionLabels, Counter>::default();
+        registry.register(
+            "rate_waits",
+            "Deliveries a claim left waiting for their connection's rate (or a provider's Retry-After), by connection",
+            rate_waits.clone(),
+        );
         let oldest_pending = Gauge::default();
         registry.register_with_unit(
             "oldest_pending_age",
@@ -186,6 +193,7 @@ impl Metrics {
         }
         let connections: Vec<String> = program.connections.iter().map(|c| c.name.clone()).collect();
         for c in &connections {
+            let _ = rate_waits.get_or_create(&ConnectionLabels { connection: c.clone() });
             for s in BREAKER_STATES {
                 let closed = i64::from(s == BreakerState::Closed);
                 breaker_state.get_or_create(&BreakerLabels { connection: c.clone(), state: s.as_str() }).set(closed);
@@ -201,6 +209,7 @@ impl Metrics {
             claim_lag,
             deliveries,
             breaker_state,
+            rate_waits,
             oldest_pending,
             refreshed_at: Mutex::new(None),
         }
@@ -282,6 +291,13 @@ impl Metrics {
 impl Observer for Metrics {
     fn claimed(&self, claimed: &Claimed, now_ms: i64) {
         self.record_claim(&claimed.subscriber, claimed.due_at_ms, now_ms);
+    }
+
+    fn waiting(&self, waiting: &WaitingAtClaim) {
+        // Only the program's connections have series: the label set stays bounded.
+        if self.connections.contains(&waiting.connection) {
+            self.rate_waits.get_or_create(&ConnectionLabels { connection: waiting.connection.clone() }).inc();
+        }
     }
 
     fn attempt(&self, recorded: &Recorded, subscriber: &str) {

@@ -42,7 +42,7 @@ use jadpo_core::drivers::SendMark;
 use jadpo_core::events;
 use jadpo_core::rules::{self, Outcome};
 use jadpo_core::steps::{Done, DueClaim, Observer, PreparedCall, RunSummary, Runtime};
-use jadpo_core::store::{Claimed, Recorded, StoreError, Waker};
+use jadpo_core::store::{Claimed, Recorded, StoreError, WaitingAtClaim, Waker};
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -171,6 +171,12 @@ impl Observer for Wake {
     fn claimed(&self, claimed: &Claimed, now_ms: i64) {
         if let Some(o) = &self.then {
             o.claimed(claimed, now_ms);
+        }
+    }
+
+    fn waiting(&self, waiting: &WaitingAtClaim) {
+        if let Some(o) = &self.then {
+            o.waiting(waiting);
         }
     }
 

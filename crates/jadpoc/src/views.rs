@@ -230,6 +230,7 @@ pub fn breaker_json(b: &BreakerView) -> Value {
         "held": b.held,
         "probe": r.probe,
         "paused": r.pause.as_ref().map(pause_json),
+        "rate_next_call_at": r.rate_tat_us.map(|us| rfc3339(us.div_euclid(1000))),
     })
 }
 
@@ -251,6 +252,10 @@ pub fn breaker_line(b: &BreakerView) -> String {
     }
     if let Some(p) = &r.pause {
         line.push_str(&format!("  {}", pause_text(p)));
+    }
+    if let Some(us) = r.rate_tat_us {
+        // The rate's (or a Retry-After's) next turn at the steady rate.
+        line.push_str(&format!("  rate: next call at {}", rfc3339(us.div_euclid(1000))));
     }
     line
 }

@@ -287,8 +287,20 @@ pub struct ClaimReport {
     pub ended: Vec<EndedAtClaim>,
     /// Deliveries held by their connection's open breaker.
     pub held: Vec<HeldAtClaim>,
-    /// Deliveries left pending for their connection's rate: (id, its turn).
-    pub waiting: Vec<(i64, i64)>,
+    /// Deliveries left pending for their connection's rate.
+    pub waiting: Vec<WaitingAtClaim>,
+}
+
+/// A delivery a claim left pending for its connection's rate (or a provider's
+/// `Retry-After`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingAtClaim {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its connection.
+    pub connection: String,
+    /// Its turn: when it is due again.
+    pub until_ms: i64,
 }
 
 /// A delivery a claim ended without running it.

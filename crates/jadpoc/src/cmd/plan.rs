@@ -70,6 +70,12 @@ fn json_plan(program: &Program, i: usize) -> serde_json::Value {
         "default_within": b.default_within,
         "fits": attempts_that_fit(b.attempts, b.within_ms),
         "rows": rows,
+        "rate": connection_rate(program, i).map(|r| json!({
+            "rate": r.written(),
+            "burst": r.burst,
+            "drain_10000_s": r.drain_ms(BACKLOG) as f64 / 1000.0,
+        })),
+        "order_by": s.order_by,
     })
 }
 
@@ -133,5 +139,19 @@ fn human(program: &Program, i: usize) -> String {
             cell(rows[fits as usize].average_ms)
         );
     }
+    if let Some(rate) = connection_rate(program, i) {
+        let _ = writeln!(out, "its connection's rate: {}", rate.backlog_words(BACKLOG));
+    }
+    if let Some(key) = &s.order_by {
+        let _ = writeln!(out, "one `{key}` at a time: a delivery waits while an earlier one of its key has not ended");
+    }
     out
+}
+
+/// The backlog `plan` says a connection's rate drains.
+const BACKLOG: u64 = 10_000;
+
+/// The rate of a subscriber's connection, if it has one.
+fn connection_rate(program: &Program, subscriber: usize) -> Option<jadpo_check::program::Rate> {
+    program.connections.get(program.subscriber_connection(subscriber))?.rate
 }
