@@ -235,9 +235,19 @@ pub enum Filter {
     Any(Vec<Filter>),
     Not(Box<Filter>),
     /// `left OP right`, of one type (an int beside a float compares as a float).
-    Compare { left: Operand, op: CompareOp, right: Operand, ty: BaseType },
+    Compare {
+        left: Operand,
+        op: CompareOp,
+        right: Operand,
+        ty: BaseType,
+    },
     /// `event.FIELD in [...]`, or `not in`.
-    In { field: String, values: Vec<Literal>, negated: bool, ty: BaseType },
+    In {
+        field: String,
+        values: Vec<Literal>,
+        negated: bool,
+        ty: BaseType,
+    },
     /// A `bool` field alone: it is present and true.
     True(String),
 }

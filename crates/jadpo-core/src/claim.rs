@@ -501,7 +501,8 @@ mod tests {
             lease_expired,
         };
         let mut decisions = vec![(give_up(true), None), (run(1, false), None), (run(1, false), None)].into_iter();
-        let plan = plan(&mut rows, &mut Rows::default(), T0, &mut |_| decisions.next().expect("a decision")).expect("plan");
+        let plan =
+            plan(&mut rows, &mut Rows::default(), T0, &mut |_| decisions.next().expect("a decision")).expect("plan");
         // Row 3's statement did not match (another process took it).
         let settled = settle(&rows, &plan, &[0, 1], T0);
         assert_eq!(settled.report.run.iter().map(|c| c.id).collect::<Vec<_>>(), [2]);

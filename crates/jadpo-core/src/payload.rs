@@ -5,8 +5,8 @@ use crate::codes::RuntimeCode;
 use crate::store::{NewDelivery, NewEvent};
 use jadpo_check::builtin::is_builtin_event;
 use jadpo_check::program::{Arg, BaseType, Call, CompareOp, Event, Filter, Literal, Operand, Program};
-use std::cmp::Ordering;
 use serde_json::{Map, Value};
+use std::cmp::Ordering;
 
 /// Why a payload was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,9 +183,10 @@ pub fn holds(filter: &Filter, payload: &Value) -> bool {
             }
         }
         Filter::In { field, values, negated, ty } => {
-            let found = payload.get(field).filter(|v| !v.is_null()).is_some_and(|v| {
-                values.iter().any(|l| compare(v, &literal(l), *ty) == Some(Ordering::Equal))
-            });
+            let found = payload
+                .get(field)
+                .filter(|v| !v.is_null())
+                .is_some_and(|v| values.iter().any(|l| compare(v, &literal(l), *ty) == Some(Ordering::Equal)));
             found != *negated
         }
     }
@@ -308,10 +309,8 @@ subscriber s {{ on: Paid  run: record(event.id)  {clauses} }}
 subscriber other {{ on: Paid  run: record(event.id) }}
 "#
         );
-        let checked = jadpo_check::check(
-            &[jadpo_check::SourceFile { name: "t.jadpo".into(), text }],
-            jadpo_check::Lower::Yes,
-        );
+        let checked =
+            jadpo_check::check(&[jadpo_check::SourceFile { name: "t.jadpo".into(), text }], jadpo_check::Lower::Yes);
         let program = checked.program.expect("the program checks");
         new_event(&program, "Paid", payload).expect("a valid payload").deliveries
     }
@@ -343,7 +342,8 @@ subscriber other {{ on: Paid  run: record(event.id) }}
         ] {
             assert_eq!(taken(clause, p), expected, "{clause}");
         }
-        let with_rate = r#"{"id": "p1", "cents": 1, "rate": 1.5, "currency": "EUR", "at": "2026-03-01T10:00:00Z", "ok": true}"#;
+        let with_rate =
+            r#"{"id": "p1", "cents": 1, "rate": 1.5, "currency": "EUR", "at": "2026-03-01T10:00:00Z", "ok": true}"#;
         assert!(taken("where: event.rate <= 2 and event.rate > 1", with_rate));
         assert!(taken("where: event.ok", with_rate));
         // A subscriber without a filter takes every event.
@@ -353,7 +353,8 @@ subscriber other {{ on: Paid  run: record(event.id) }}
     #[test]
     fn an_ordered_subscriber_keys_its_deliveries_by_the_field() {
         let p = r#"{"id": "p1", "cents": 42, "currency": "EUR", "at": "2026-03-01T10:00:00Z"}"#;
-        let key = |clause: &str| deliveries(clause, p).into_iter().find(|d| d.subscriber == "s").and_then(|d| d.order_key);
+        let key =
+            |clause: &str| deliveries(clause, p).into_iter().find(|d| d.subscriber == "s").and_then(|d| d.order_key);
         assert_eq!(key("order_by: event.id").as_deref(), Some("p1"));
         assert_eq!(key("order_by: event.cents").as_deref(), Some("42"));
         assert_eq!(key("").as_deref(), None);

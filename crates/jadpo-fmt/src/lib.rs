@@ -16,7 +16,8 @@
 //! that entry.
 
 use jadpo_syntax::ast::{
-    Block, Expr, Body, Comment, CommentKind, Decl, DeclKind, Entry, File, Item, Param, Span, Step, StepKind, Value, ValueKind,
+    Block, Body, Comment, CommentKind, Decl, DeclKind, Entry, Expr, File, Item, Param, Span, Step, StepKind, Value,
+    ValueKind,
 };
 use jadpo_syntax::{Parsed, SyntaxError, parse};
 use std::fmt;

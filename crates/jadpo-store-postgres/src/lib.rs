@@ -36,10 +36,10 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{RowOf, count_of, failure_of, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, SkipResult,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
     ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
     NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
-    StatusView, Store, StoreError, UnexpandedEvent,
+    SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
 use postgres::Client;
 use postgres::error::SqlState;

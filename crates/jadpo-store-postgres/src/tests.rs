@@ -104,7 +104,8 @@ fn claim_statement(db: &Db, meddling: &str) -> bool {
         tx.batch_execute(meddling).expect("meddle");
     }
     let hold = ClaimDecision::Hold { lease_expired: false, failure: None };
-    let write = RowWrite::of(&hold, rows[0].candidate.record.attempts, rows[0].candidate.record.budget_start_ms, T0).expect("a hold writes");
+    let write = RowWrite::of(&hold, rows[0].candidate.record.attempts, rows[0].candidate.record.budget_start_ms, T0)
+        .expect("a hold writes");
     let plan = ClaimPlan { changes: vec![Change { row: 0, decision: hold, write }], left: Vec::new() };
     let took = claims::apply_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &rows, &plan, T0).expect("apply");
     tx.commit().expect("commit");
@@ -443,7 +444,9 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
         [2, 3].into_iter().map(|id| UnexpandedEvent { id, name: "Paid".into(), payload: "{}".into() }).collect();
     // Event 2 was expanded (found invalid) after it was read.
     tx.batch_execute("UPDATE jadpo.events SET expanded = true, invalid_code = 'theirs' WHERE id = 2").expect("meddle");
-    let to_rec = || Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }]);
+    let to_rec = || {
+        Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }])
+    };
     let report =
         super::events::write_expansions(&mut tx, "\"jadpo\"", read, vec![to_rec(), to_rec()], T0).expect("write");
     assert_eq!(report.expanded, vec![Expanded { id: 3, deliveries: 1 }], "only the event still waiting");

@@ -31,10 +31,10 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, SkipResult,
+    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
     ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
     NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
-    StatusView, Store, StoreError, UnexpandedEvent,
+    SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -208,7 +208,6 @@ impl SqliteStore {
         let mut conn = self.lock();
         Ok(busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?)
     }
-
 
     /// Whether the file has the pauses' columns (a read-only handle on an older
     /// store reads every connection as unpaused).

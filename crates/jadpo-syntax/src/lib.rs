@@ -186,6 +186,8 @@ fn expected_help(expected: &[String]) -> Option<String> {
                 "identifier" => "a name".to_string(),
                 "string" | "duration" => format!("a {t}"),
                 "integer" => "an integer".to_string(),
+                "rate" => "a rate".to_string(),
+                "compare" => "a comparison".to_string(),
                 "event." => "`event.`".to_string(),
                 _ => format!("`{t}`"),
             }
@@ -195,6 +197,11 @@ fn expected_help(expected: &[String]) -> Option<String> {
     // The contextual step words are names too; listing them beside "a name" only adds noise.
     if words.iter().any(|w| w == "a name") {
         words.retain(|w| !matches!(w.as_str(), "`fake`" | "`emit`" | "`wait`" | "`retry`" | "`expect`" | "`breaker`"));
+    }
+    // Where a value may end, a condition may go on; what a writer needs then is
+    // how the entry ends, not every way a condition continues.
+    if words.iter().any(|w| w == "`}`") {
+        words.retain(|w| !matches!(w.as_str(), "a comparison" | "`and`" | "`or`" | "`not`" | "`in`"));
     }
     match words.len() {
         0 => None,

@@ -103,8 +103,13 @@ impl<'a> Cx<'_, 'a> {
         let value = &rate?.value;
         let ValueKind::Rate(text) = value.kind else {
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`rate:` takes a rate, found {}", value.kind.describe()))
-                    .help(RATE_HELP),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`rate:` takes a rate, found {}", value.kind.describe()),
+                )
+                .help(RATE_HELP),
             );
             return None;
         };
@@ -126,8 +131,13 @@ impl<'a> Cx<'_, 'a> {
         let per_s = count as f64 * 1000.0 / per_ms as f64;
         if count < 1 || per_s > RATE_MAX_PER_S as f64 {
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`{text}` is out of range: a rate is from 1/h to {RATE_MAX_PER_S}/s"))
-                    .help(RATE_HELP),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`{text}` is out of range: a rate is from 1/h to {RATE_MAX_PER_S}/s"),
+                )
+                .help(RATE_HELP),
             );
             return None;
         }

@@ -32,8 +32,13 @@ impl<'a> Cx<'_, 'a> {
         let [head, field] = segments else {
             let text = segments.iter().map(|s| s.text).collect::<Vec<_>>().join(".");
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`{text}` is not an event field: fields have no fields"))
-                    .help("name a field of the subscriber's event: `event.FIELD`"),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`{text}` is not an event field: fields have no fields"),
+                )
+                .help("name a field of the subscriber's event: `event.FIELD`"),
             );
             return None;
         };
@@ -55,7 +60,14 @@ impl<'a> Cx<'_, 'a> {
         }
     }
 
-    fn unknown_field(&mut self, file: usize, event: usize, field: Name<'a>, fields: &[(&'a str, Option<Type>)], code: Code) {
+    fn unknown_field(
+        &mut self,
+        file: usize,
+        event: usize,
+        field: Name<'a>,
+        fields: &[(&'a str, Option<Type>)],
+        code: Code,
+    ) {
         let (_, edecl) = self.decls[event];
         let help = did_you_mean(field.text, fields.iter().map(|(n, _)| *n)).unwrap_or_else(|| {
             format!(
@@ -80,8 +92,13 @@ impl<'a> Cx<'_, 'a> {
         let code = Code::SubscriberOrderByInvalid;
         if !matches!(value.kind, ValueKind::Path(_) | ValueKind::LongPath(_)) {
             self.push(
-                Diagnostic::new(code, file, value.span, format!("`order_by:` takes an event field, found {}", value.kind.describe()))
-                    .help("write `order_by: event.customer_id`, a `string` or `int` field"),
+                Diagnostic::new(
+                    code,
+                    file,
+                    value.span,
+                    format!("`order_by:` takes an event field, found {}", value.kind.describe()),
+                )
+                .help("write `order_by: event.customer_id`, a `string` or `int` field"),
             );
             return None;
         }
@@ -125,7 +142,9 @@ impl<'a> Cx<'_, 'a> {
                             value.span,
                             format!("`event.{name}` is `{}`, not a condition", type_name(ty)),
                         )
-                        .help(format!("compare it: `event.{name} == ...`; a field alone is a condition when it is `bool`")),
+                        .help(format!(
+                            "compare it: `event.{name} == ...`; a field alone is a condition when it is `bool`"
+                        )),
                     );
                     return None;
                 }
@@ -133,8 +152,13 @@ impl<'a> Cx<'_, 'a> {
             }
             other => {
                 self.push(
-                    Diagnostic::new(code, file, value.span, format!("`where:` takes a condition, found {}", other.describe()))
-                        .help(WHERE_HELP),
+                    Diagnostic::new(
+                        code,
+                        file,
+                        value.span,
+                        format!("`where:` takes a condition, found {}", other.describe()),
+                    )
+                    .help(WHERE_HELP),
                 );
                 return None;
             }
@@ -209,7 +233,10 @@ impl<'a> Cx<'_, 'a> {
                             code,
                             file,
                             *op_span,
-                            format!("`in` tests a `string`, `int` or `bool` field, but `event.{name}` is `{}`", type_name(ty)),
+                            format!(
+                                "`in` tests a `string`, `int` or `bool` field, but `event.{name}` is `{}`",
+                                type_name(ty)
+                            ),
                         )
                         .help("compare it with `<`, `<=`, `>` or `>=`"),
                     );
@@ -238,8 +265,13 @@ impl<'a> Cx<'_, 'a> {
             ValueKind::Bool(b) => Side::Literal(p::Literal::Bool(*b), BaseType::Bool, value),
             ValueKind::Expr(_) => {
                 self.push(
-                    Diagnostic::new(code, file, value.span, "a comparison's side is a field or a literal, not a condition")
-                        .help("join conditions with `and` or `or`, in parentheses where they meet"),
+                    Diagnostic::new(
+                        code,
+                        file,
+                        value.span,
+                        "a comparison's side is a field or a literal, not a condition",
+                    )
+                    .help("join conditions with `and` or `or`, in parentheses where they meet"),
                 );
                 return None;
             }
@@ -367,8 +399,7 @@ fn article(word: &str) -> &'static str {
 /// type, an int beside a float, or a time beside a string (a timestamp).
 fn comparable(field: BaseType, other: BaseType) -> bool {
     use BaseType::*;
-    field == other
-        || matches!((field, other), (Int, Float) | (Float, Int) | (Time, String))
+    field == other || matches!((field, other), (Int, Float) | (Float, Int) | (Time, String))
 }
 
 fn lower_op(op: CompareOp) -> p::CompareOp {

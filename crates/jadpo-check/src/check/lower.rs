@@ -56,7 +56,10 @@ impl Cx<'_, '_> {
         let mut subscribers = Vec::new();
         for (i, &(_, decl)) in self.decls.iter().enumerate() {
             match (decl.kind, &self.resolved[i]) {
-                (DeclKind::Subscriber, Resolved::Subscriber { event, call: c, budget, timeout_ms, filter, order_by }) => {
+                (
+                    DeclKind::Subscriber,
+                    Resolved::Subscriber { event, call: c, budget, timeout_ms, filter, order_by },
+                ) => {
                     subscribers.push((i, prog.subscribers.len()));
                     prog.subscribers.push(p::Subscriber {
                         name: decl.name.text.to_string(),

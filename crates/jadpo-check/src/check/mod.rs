@@ -8,8 +8,8 @@
 
 mod calls;
 mod connection;
-mod filter;
 mod decls;
+mod filter;
 mod lower;
 mod names;
 mod test_blocks;

@@ -294,10 +294,9 @@ impl<'a> Cx<'_, 'a> {
         let keys = ["state", "attempts", "last_failure", "held"];
         let ok = self.expect_block(file, block, "expect", &keys, |key, v| {
             Some(match key {
-                "state" => ident(v)
-                    .and_then(p::DeliveryState::parse)
-                    .map(|s| expect.state = Some(s))
-                    .ok_or("`state:` is one of `pending`, `running`, `held`, `succeeded`, `failed`, `parked`, `skipped`"),
+                "state" => ident(v).and_then(p::DeliveryState::parse).map(|s| expect.state = Some(s)).ok_or(
+                    "`state:` is one of `pending`, `running`, `held`, `succeeded`, `failed`, `parked`, `skipped`",
+                ),
                 "attempts" => count(v).map(|n| expect.attempts = Some(n)).ok_or("`attempts:` is a count from 0 to 100"),
                 "last_failure" => ident(v)
                     .and_then(FailureKind::parse)

@@ -239,7 +239,12 @@ pub fn after_attempt(row: &BreakerRow, delivery: i64, outcome: &Outcome, now_ms:
     (next, what)
 }
 
-fn breaker_after_attempt(row: &BreakerRow, delivery: i64, outcome: &Outcome, now_ms: i64) -> (BreakerRow, AfterAttempt) {
+fn breaker_after_attempt(
+    row: &BreakerRow,
+    delivery: i64,
+    outcome: &Outcome,
+    now_ms: i64,
+) -> (BreakerRow, AfterAttempt) {
     let mut next = row.clone();
     let is_probe = row.state == BreakerState::Probing && row.probe == Some(delivery);
     match (signal(outcome), row.state) {

@@ -442,12 +442,9 @@ pub const BLOCKS_ITS_KEY: [DeliveryState; 4] =
 /// that its key's later deliveries go on. Any other state is left alone (`None`).
 pub fn operator_skip(record: &Record) -> Option<Record> {
     match record.state {
-        DeliveryState::Pending | DeliveryState::Held | DeliveryState::Parked => Some(Record {
-            state: DeliveryState::Skipped,
-            due_at_ms: None,
-            lease_until_ms: None,
-            ..record.clone()
-        }),
+        DeliveryState::Pending | DeliveryState::Held | DeliveryState::Parked => {
+            Some(Record { state: DeliveryState::Skipped, due_at_ms: None, lease_until_ms: None, ..record.clone() })
+        }
         _ => None,
     }
 }

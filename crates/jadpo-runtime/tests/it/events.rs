@@ -129,7 +129,10 @@ fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
 fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
     let store = f.open();
     let to = |subscribers: &[&str]| -> Vec<NewDelivery> {
-        subscribers.iter().map(|s| NewDelivery { subscriber: (*s).into(), connection: "c".into(), order_key: None }).collect()
+        subscribers
+            .iter()
+            .map(|s| NewDelivery { subscriber: (*s).into(), connection: "c".into(), order_key: None })
+            .collect()
     };
     // A batch with two deliveries, none and one: each event names only its own.
     let batch: Vec<NewEvent> = [to(&["rec", "audit"]), to(&[]), to(&["rec"])]

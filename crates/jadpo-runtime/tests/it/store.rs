@@ -93,7 +93,10 @@ fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
         vec![SkipResult::NotSkippable(DeliveryState::Running), SkipResult::Skipped, SkipResult::NotFound]
     );
     let skipped = delivery_of(ids[3]);
-    assert_eq!((skipped.state, skipped.waiting_on, skipped.end_reason.as_deref()), (DeliveryState::Skipped, None, Some("skipped")));
+    assert_eq!(
+        (skipped.state, skipped.waiting_on, skipped.end_reason.as_deref()),
+        (DeliveryState::Skipped, None, Some("skipped"))
+    );
     // A skipped delivery can be retried: it runs once its key is free.
     assert_eq!(store.retry(&[a3.id], retry_at + 30).unwrap(), vec![RetryResult::Retried]);
     assert!(claim(&*store, retry_at + 40, 10).run.is_empty(), "it waits on the running one again");
@@ -116,11 +119,7 @@ subscriber rec {{ on: Paid  run: record(event.id)  timeout: 1s }}
 
 /// Claims at each next due time on the virtual clock, each call answered at
 /// once with `answer`, until nothing is due: when each call started.
-fn call_times(
-    rt: &jadpo_core::steps::Runtime,
-    store: &dyn Store,
-    answer: impl Fn(usize) -> Outcome,
-) -> Vec<i64> {
+fn call_times(rt: &jadpo_core::steps::Runtime, store: &dyn Store, answer: impl Fn(usize) -> Outcome) -> Vec<i64> {
     let mut starts = Vec::new();
     let mut now = T0;
     for _ in 0..100_000 {
@@ -150,7 +149,14 @@ fn runtime_on(
     use jadpo_core::{clock::VirtualClock, config::RuntimeConfig, drivers::FakeDriver, rng::RandomSource};
     let clock = std::sync::Arc::new(VirtualClock::new(T0));
     let driver: std::sync::Arc<dyn jadpo_core::drivers::Driver> = std::sync::Arc::new(FakeDriver::new(Vec::new()));
-    jadpo_core::steps::Runtime::new(program, store, clock, vec![driver], RandomSource::from_seed(1), RuntimeConfig::default())
+    jadpo_core::steps::Runtime::new(
+        program,
+        store,
+        clock,
+        vec![driver],
+        RandomSource::from_seed(1),
+        RuntimeConfig::default(),
+    )
 }
 
 /// `rate: 10/s`: a backlog of 1,000 calls takes 99.9 s from the first call to the
@@ -218,7 +224,11 @@ fn a_retry_after_holds_back_the_whole_connection(f: &dyn Fixture) {
         .filter(|d| d.id != first[0].id)
         .map(|d| (d.state, d.attempts, d.due_at_ms))
         .collect();
-    assert_eq!(others, vec![(DeliveryState::Pending, 0, Some(T0 + 30_010)); 2], "due at the Retry-After, no attempt spent");
+    assert_eq!(
+        others,
+        vec![(DeliveryState::Pending, 0, Some(T0 + 30_010)); 2],
+        "due at the Retry-After, no attempt spent"
+    );
     let later = rt.claim_due(T0 + 30_010, 10).unwrap().report.run;
     assert!(later.iter().any(|c| c.id != first[0].id && c.attempt == 1), "the connection goes on: {later:?}");
 }

@@ -177,6 +177,7 @@ fn post_and_check(e: &Env) {
         "jadpo_deliveries",
         "jadpo_breaker_state",
         "jadpo_oldest_pending_age_seconds",
+        "jadpo_rate_waits",
     ] {
         assert!(s.docs.get(family).is_some_and(|d| !d.is_empty()), "no HELP for {family}");
     }
@@ -195,6 +196,7 @@ fn post_and_check(e: &Env) {
         "running",
         "held",
         "parked",
+        "skipped",
         "closed",
         "open",
         "probing",

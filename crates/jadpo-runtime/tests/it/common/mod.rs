@@ -11,8 +11,8 @@ use jadpo_core::rules::{self, Failure, Outcome, breaker};
 use jadpo_core::store::{
     AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
     DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, SkipResult, ScheduleSpec, StatusView, Store,
-    StoreError, UnexpandedEvent, Waker,
+    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SkipResult, StatusView,
+    Store, StoreError, UnexpandedEvent, Waker,
 };
 use rand::SeedableRng;
 use std::sync::Arc;
