@@ -339,6 +339,7 @@ fn fault_program(url: &str) -> String {
         r#"event Paid {{
     id: string
     cents: int
+    customer: string?
 }}
 
 event Ping {{
@@ -355,6 +356,24 @@ connection o {{
 
 connection s {{
     url: "{url}/sched"
+}}
+
+connection k {{
+    url: "{url}/ord"
+    max_in_flight: 16
+}}
+
+action keep(id: string, customer: string?) {{
+    via: k
+    idempotent: true
+}}
+
+subscriber in_order {{
+    on: Paid
+    run: keep(event.id, event.customer)
+    order_by: event.customer
+    retry: {{ attempts: 20  within: 7d }}
+    timeout: 5s
 }}
 
 action record(id: string, cents: int) {{
@@ -401,22 +420,38 @@ fn restart_postgres() -> bool {
     Command::new(program).args(words).status().is_ok_and(|s| s.success())
 }
 
+/// Each ordered call, by its key: the event's number and when it arrived.
+type KeyArrivals = Arc<Mutex<HashMap<String, Vec<(usize, Instant)>>>>;
+
+/// How long the provider takes to answer an ordered call.
+const ORDERED_ANSWER: Duration = Duration::from_millis(20);
+
 #[test]
 fn pg_cluster_three_runs_killed_and_a_server_restart_under_load_lose_nothing_and_run_nothing_twice() {
     let Some(pg) = PgDb::restarting() else { return };
     const PAID: usize = 3000;
+    // The ordered subscriber's keys: each has PAID / KEYS events.
+    const KEYS: usize = 30;
     const PINGS: usize = 20;
     let began = Instant::now();
     let paid: Arrivals = Arrivals::default();
     let pages: Arrivals = Arrivals::default();
     let beats = Arc::new(Mutex::new(0usize));
-    let (paid2, pages2, beats2) = (paid.clone(), pages.clone(), beats.clone());
+    let ordered: KeyArrivals = KeyArrivals::default();
+    let (paid2, pages2, beats2, ordered2) = (paid.clone(), pages.clone(), beats.clone(), ordered.clone());
     let down_since: Arc<Mutex<Option<Instant>>> = Arc::default();
     // The pager's provider is down for 20 seconds from its first call: one
     // outage, one alert.
     let p = Provider::start(move |_, r| {
         let key = r.header("idempotency-key").unwrap_or_default().to_string();
-        if r.path.starts_with("/pay") {
+        if r.path.starts_with("/ord") {
+            let args = &r.json()["args"];
+            let (id, customer) =
+                (args["id"].as_str().unwrap_or_default(), args["customer"].as_str().unwrap_or_default());
+            let n: usize = id.trim_start_matches('p').parse().unwrap_or(usize::MAX);
+            ordered2.lock().expect("lock").entry(customer.to_string()).or_default().push((n, Instant::now()));
+            Reply::After(ORDERED_ANSWER, Box::new(Reply::status(200)))
+        } else if r.path.starts_with("/pay") {
             arrived(&paid2, &key);
             Reply::After(Duration::from_millis(50), Box::new(Reply::status(200)))
         } else if r.path.starts_with("/out") {
@@ -439,13 +474,19 @@ fn pg_cluster_three_runs_killed_and_a_server_restart_under_load_lose_nothing_and
     let file = e.dir.join("pings.ndjson");
     std::fs::write(&file, pings).expect("write pings");
     ok(&e.jadpoc(&["emit", e.prog(), "Ping", "--ndjson", file.to_str().expect("utf-8"), "--db", &url]));
-    emit_paid(&e, &url, PAID, &[]);
+    let lines: String =
+        (0..PAID).map(|i| format!("{{\"id\": \"p{i}\", \"cents\": {i}, \"customer\": \"k{}\"}}\n", i % KEYS)).collect();
+    let file = e.dir.join("paid.ndjson");
+    std::fs::write(&file, lines).expect("write events");
+    ok(&e.jadpoc(&["emit", e.prog(), "Paid", "--ndjson", file.to_str().expect("utf-8"), "--db", &url]));
 
     let args = ["--workers", "2", "--batch", "8"];
     let mut procs: Vec<Proc> = (0..3).map(|i| start(&e, &url, &format!("run{i}-0"), &args, &[])).collect();
     let mut logs = Vec::new();
     let mut sql = Sql::new(&url);
-    let succeeded = |sql: &mut Sql| sql.count("SELECT count(*) FROM jadpo.deliveries WHERE state = 'succeeded'");
+    let succeeded = |sql: &mut Sql| {
+        sql.count("SELECT count(*) FROM jadpo.deliveries WHERE state = 'succeeded' AND subscriber = 'rec'")
+    };
     // Kill one run whenever another few hundred deliveries are done, and start
     // it again at once; restart the server once, half-way.
     let mut restarted = false;
@@ -471,7 +512,7 @@ fn pg_cluster_three_runs_killed_and_a_server_restart_under_load_lose_nothing_and
         logs.push(victim.kill());
         procs.push(start(&e, &url, &format!("run-again-{kill}"), &args, &[]));
     }
-    let total = (PAID + PINGS) as i64;
+    let total = (2 * PAID + PINGS) as i64;
     sql.wait_all_succeeded("jadpo", total, &mut procs);
     // Two beats' worth, to see the schedule go on after all that.
     let runs_then = sql.count("SELECT runs FROM jadpo.schedules WHERE name = 'heartbeat'");
@@ -544,6 +585,32 @@ fn pg_cluster_three_runs_killed_and_a_server_restart_under_load_lose_nothing_and
     );
     assert_eq!(twice, 0, "a delivery has more than one success written");
     assert_eq!(sql.count("SELECT count(*) FROM jadpo.deliveries WHERE handled_at IS NOT NULL"), total);
+    // One key's calls one at a time, in event order: each call of a key arrived
+    // after the one before it had been answered (a call taken back after a kill
+    // comes again before the next of its key), and the keys' events in order.
+    let ordered = ordered.lock().expect("lock").clone();
+    assert_eq!(ordered.len(), KEYS, "every key reached the provider");
+    for (key, calls) in &ordered {
+        let mut firsts: Vec<usize> = Vec::new();
+        for w in calls.windows(2) {
+            let ((a, at), (b, bt)) = (w[0], w[1]);
+            assert!(b >= a, "key {key}: event {b} called after event {a}: {calls:?}");
+            if b > a {
+                assert!(
+                    bt.duration_since(at) >= ORDERED_ANSWER,
+                    "key {key}: event {b} called {:?} after event {a}, before {a} was answered",
+                    bt.duration_since(at)
+                );
+            }
+        }
+        for &(n, _) in calls {
+            if firsts.last() != Some(&n) {
+                firsts.push(n);
+            }
+        }
+        let expected: Vec<usize> = (0..PAID).filter(|i| format!("k{}", i % KEYS) == *key).collect();
+        assert_eq!(firsts, expected, "key {key}: every event, once each in order (repeats only back to back)");
+    }
     // The outage: one alert, across three processes and their restarts.
     assert_eq!(pages.lock().expect("lock").len(), PINGS);
     assert_eq!(sql.count("SELECT coalesce(sum(alerts), 0)::bigint FROM jadpo.circuit_breakers"), 1);
