@@ -28,10 +28,12 @@ export default grammar({
   extras: $ => [/[ \t\r\n\f]/, $.line_comment, $.block_comment],
 
   // The keywords are words: `retry` is a step only at the start of a test's step and
-  // a plain key everywhere else, as in the parser.
+  // a plain key everywhere else, as in the parser; `and`, `or`, `not` and `in` are
+  // operators where a condition may go on, and field names after a `.`
+  // (`event.in`), as the lexer has them.
   word: $ => $.identifier,
 
-  supertypes: $ => [$._declaration, $._value, $._step],
+  supertypes: $ => [$._declaration, $._value, $._condition, $._step],
 
   rules: {
     source_file: $ => repeat($._declaration),
@@ -51,10 +53,12 @@ export default grammar({
     // own so that queries tell a field's type from an entry's value.
     field_list: $ => seq('{', repeat(seq($.field, optional(','))), '}'),
 
+    // The parser reads an event's body as entries too, so a field's type may be
+    // anything an entry's value may be (the checker says what is a type).
     field: $ => seq(
       field('name', choice($.identifier, $.string)),
       ':',
-      field('type', $._value),
+      field('type', choice($._value, $._condition)),
     ),
 
     connection_declaration: $ => seq('connection', field('name', $.identifier), field('body', $.block)),
@@ -90,13 +94,61 @@ export default grammar({
     entry: $ => seq(
       field('key', choice($.identifier, $.string)),
       ':',
-      field('value', $._value),
+      field('value', choice($._value, $._condition)),
     ),
+
+    // A condition (a subscriber's `where:`), as the parser reads an entry's value:
+    // `and` and `or` take two or more operands and are not mixed without
+    // parentheses, `not` takes a comparison, a membership test, a parenthesised
+    // condition or a value (never `not`), and a comparison's sides are values, so
+    // no precedence is involved. An entry's value without an operator is the value.
+    _condition: $ => choice(
+      $.comparison,
+      $.in_condition,
+      $.not_condition,
+      $.parenthesized_condition,
+      $.and_condition,
+      $.or_condition,
+    ),
+
+    and_condition: $ => seq(
+      field('operand', $._operand),
+      repeat1(seq('and', field('operand', $._operand))),
+    ),
+
+    or_condition: $ => seq(
+      field('operand', $._operand),
+      repeat1(seq('or', field('operand', $._operand))),
+    ),
+
+    _operand: $ => choice($._atom, $.not_condition),
+
+    not_condition: $ => seq('not', field('operand', $._atom)),
+
+    _atom: $ => choice($._value, $.comparison, $.in_condition, $.parenthesized_condition),
+
+    // `event.amount_cents >= 10000`
+    comparison: $ => seq(
+      field('left', $._value),
+      field('operator', choice('==', '!=', '<', '<=', '>', '>=')),
+      field('right', $._value),
+    ),
+
+    // `event.currency in ["EUR", "USD"]`, `event.currency not in [...]`
+    in_condition: $ => seq(
+      field('left', $._value),
+      optional(field('negated', 'not')),
+      'in',
+      field('list', $.list),
+    ),
+
+    parenthesized_condition: $ => seq('(', field('condition', choice($._value, $._condition)), ')'),
 
     _value: $ => choice(
       $.string,
       $.integer,
       $.duration,
+      $.rate,
       $.boolean,
       $.identifier,
       $.optional_type,
@@ -166,6 +218,10 @@ export default grammar({
     duration: _ => token(new RegExp(`(${DIGITS}(ms|s|m|h|d))+`)),
 
     integer: _ => token(new RegExp(DIGITS)),
+
+    // A rate: a count over a unit, one token (`50/s`). Which units there are is the
+    // checker's to say.
+    rate: _ => token(new RegExp(`${DIGITS}/[A-Za-z]+`)),
 
     string: $ => seq(
       '"',

@@ -20,6 +20,8 @@
 
 (duration) @number
 
+(rate) @number
+
 (boolean) @boolean
 
 ; Keywords
@@ -41,6 +43,24 @@
   "expect"
   "breaker"
 ] @keyword
+
+; Conditions: `where: event.amount_cents >= 10000 and event.currency in ["EUR"]`
+
+[
+  "and"
+  "or"
+  "not"
+  "in"
+] @keyword.operator
+
+[
+  "=="
+  "!="
+  "<"
+  "<="
+  ">"
+  ">="
+] @operator
 
 ; Declarations
 

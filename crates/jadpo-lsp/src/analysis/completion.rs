@@ -2,7 +2,7 @@
 //! program's symbols.
 
 use super::Analysis;
-use super::cursor::cursor_at;
+use super::cursor::{Cursor, cursor_at};
 use super::keys::{BlockKind, keys_of};
 use jadpo_check::program::FailureKind;
 use jadpo_check::{Def, SymbolKind};
@@ -71,14 +71,24 @@ impl Analysis {
         let depth = cur.frames.len();
 
         if cur.after(&["event", "."]) {
-            let Some(event) = cur.on_event.as_deref() else { return Vec::new() };
-            let index = &self.checked.index;
-            let Some(parent) = index.defs_named(SymbolKind::Event, event).next() else { return Vec::new() };
-            return index
-                .children(parent)
-                .map(|id| {
-                    let d = index.def(id);
-                    item(&d.name, CompletionKind::Symbol(SymbolKind::Field), Some(self.detail(d)), None)
+            return self
+                .event_fields(&cur)
+                .map(|d| item(&d.name, CompletionKind::Symbol(SymbolKind::Field), Some(self.detail(d)), None))
+                .collect();
+        }
+        // Where a condition's operand or `order_by:`'s field starts: `event.FIELD`.
+        if decl == Some(DeclKind::Subscriber)
+            && (cur.after(&["where", ":"])
+                || cur.after(&["order_by", ":"])
+                || cur.after(&["and"])
+                || cur.after(&["or"])
+                || cur.after(&["not"]))
+        {
+            return self
+                .event_fields(&cur)
+                .map(|d| {
+                    let path = format!("event.{}", d.name);
+                    item(&path, CompletionKind::Symbol(SymbolKind::Field), Some(self.detail(d)), Some(path.clone()))
                 })
                 .collect();
         }
@@ -195,6 +205,13 @@ impl Analysis {
         Vec::new()
     }
 
+    /// The fields of the subscriber's `on:` event at the cursor.
+    fn event_fields(&self, cur: &Cursor) -> impl Iterator<Item = &Def> {
+        let index = &self.checked.index;
+        let parent = cur.on_event.as_deref().and_then(|event| index.defs_named(SymbolKind::Event, event).next());
+        parent.into_iter().flat_map(move |p| index.children(p)).map(move |id| index.def(id))
+    }
+
     /// The first definition of each name of `kind`.
     fn primary_defs(&self, kind: SymbolKind) -> impl Iterator<Item = (jadpo_check::DefId, &Def)> {
         self.checked.index.iter_defs().filter(move |(_, d)| d.kind == kind && d.primary)
@@ -222,7 +239,14 @@ mod tests {
     #[test]
     fn keywords_at_top_level_and_missing_keys_in_a_block() {
         assert!(labels("|").contains(&"subscriber".to_string()));
-        assert_eq!(labels("subscriber s {\n    on: PaymentReceived\n    |\n}\n"), vec!["run", "retry", "timeout"]);
+        assert_eq!(
+            labels("subscriber s {\n    on: PaymentReceived\n    |\n}\n"),
+            vec!["run", "retry", "timeout", "where", "order_by"]
+        );
+        assert_eq!(
+            labels("connection c {\n    url: \"https://x.example\"\n    rate: 50/s\n    |\n}\n"),
+            vec!["timeout", "retry", "headers", "max_in_flight", "tls", "signing", "burst"]
+        );
         assert_eq!(labels("subscriber s {\n    retry: { attempts: 3, | }\n}\n"), vec!["within"]);
     }
 
@@ -249,5 +273,51 @@ mod tests {
             "subscriber s {\n    on: PaymentReceived\n    run: record(event.payment_id, event.amount)\n}\ntest \"t\" {\n    expect |\n}\n",
         );
         assert!(subs.contains(&"s".to_string()), "{subs:?}");
+    }
+
+    #[test]
+    fn fields_in_a_condition_and_after_order_by() {
+        let sub = |body: &str| {
+            format!(
+                "subscriber s {{\n    on: PaymentReceived\n    {body}\n    run: record(event.payment_id, event.amount)\n}}\n"
+            )
+        };
+        for body in [
+            "where: event.|",
+            "where: event.amount > 1 and event.|",
+            "where: event.amount > 1 or not event.|",
+            "where: event.amount > 1 and (event.payment_id == \"p\" or event.|)",
+            "where: event.| in [1, 2]",
+        ] {
+            assert_eq!(labels(&sub(body)), vec!["payment_id", "amount"], "{body}");
+        }
+        // Where an operand starts, the whole path.
+        for body in [
+            "where: |",
+            "where: ev|",
+            "where: event.amount > 1 and |",
+            "where: (event.amount > 1 or |)",
+            "where: not |",
+        ] {
+            assert_eq!(labels(&sub(body)), vec!["event.payment_id", "event.amount"], "{body}");
+        }
+        let (a, file, offset) = analysis(&[("b.jadpo", &sub("where: ev|")), ("a.jadpo", DEFS)]);
+        let items = a.completion(file, offset as u32);
+        assert_eq!(items[0].snippet.as_deref(), Some("event.payment_id"));
+        assert_eq!(items[0].detail.as_deref(), Some("payment_id: string"));
+        assert_eq!(items[0].replace.end - items[0].replace.start, 2);
+    }
+
+    #[test]
+    fn order_by_offers_the_event_fields() {
+        // Every field: which ones `order_by:` takes is the checker's to say (its
+        // diagnostic names the types).
+        let text = |body: &str| {
+            format!(
+                "event E {{\n    id: string\n    n: int\n    f: float\n}}\n\nsubscriber s {{\n    on: E\n    {body}\n}}\n"
+            )
+        };
+        assert_eq!(labels(&text("order_by: event.|")), vec!["id", "n", "f"]);
+        assert_eq!(labels(&text("order_by: |")), vec!["event.id", "event.n", "event.f"]);
     }
 }

@@ -79,6 +79,8 @@ fn is_word(tok: &Tok<'_>) -> bool {
         Tok::Str(_)
             | Tok::Int(_)
             | Tok::Duration(_)
+            | Tok::Rate(_)
+            | Tok::Compare(_)
             | Tok::LBrace
             | Tok::RBrace
             | Tok::LParen
@@ -292,5 +294,16 @@ mod tests {
         assert!(c.frame().is_some_and(|f| f.fake_list));
         let c = at("test \"t\" {\n    expect s { | }\n}\n");
         assert_eq!(c.frame().and_then(|f| f.block), Some(BlockKind::Expect));
+    }
+
+    #[test]
+    fn operators_and_rates_are_no_words() {
+        // A cursor just before an operator or a rate is not on it, as before a bracket.
+        for text in ["subscriber s {\n    where: event.a |>= 1\n}\n", "connection c {\n    rate: |50/s\n}\n"] {
+            assert_eq!(at(text).token, None, "{text}");
+        }
+        let c = at("connection c {\n    rate: 5|0/s\n}\n");
+        assert_eq!(c.token.map(|t| t.1).as_deref(), Some("50/s"));
+        assert!(!c.token_is_key);
     }
 }

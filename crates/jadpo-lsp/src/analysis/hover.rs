@@ -1,5 +1,6 @@
 //! Hover: a diagnostic's explanation, a key's meaning, a name's declaration, a
-//! subscriber's budget and the plan of its attempts.
+//! subscriber's budget and the plan of its attempts, a `where:`'s fields and what a
+//! `rate:` means for a backlog (`flow.rs`).
 
 use super::Analysis;
 use super::cursor::cursor_at;
@@ -47,12 +48,17 @@ impl Analysis {
             return Some((out, span));
         }
         if !cur.token_is_key {
-            return None;
+            // In a `where:`, `rate:` or `burst:` value: what it lets through.
+            return self.flow_hover(file, offset).map(|out| (out, span));
         }
         let block = cur.frame().and_then(|f| f.block)?;
         let key = word.trim_matches('"');
         let doc = keys_of(block).into_iter().find(|k| k.key == key)?;
         let mut out = format!("`{key}:` {}", doc.doc);
+        if let Some(flow) = self.flow_hover(file, offset) {
+            out.push_str("\n\n");
+            out.push_str(&flow);
+        }
         if block == BlockKind::Decl(DeclKind::Subscriber)
             && key == "retry"
             && let Some((_, name)) = &cur.decl

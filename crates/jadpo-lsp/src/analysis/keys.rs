@@ -101,6 +101,23 @@ pub fn keys_of(block: BlockKind) -> Vec<KeyDoc> {
                 "{ secret: env(\"${1:LEDGER_WHSEC}\") }",
                 "Sign every call as Standard Webhooks does (`webhook-id`, `webhook-timestamp`, `webhook-signature`): `secret:` (HMAC-SHA256) or `key:` (Ed25519). Default: unsigned.".into(),
             ),
+            key(
+                "rate",
+                false,
+                "${1:50/s}",
+                format!(
+                    "How often calls through this connection may start, across every process of one store: a count per `s`, `m` or `h`, from `1/h` to `{RATE_MAX_PER_S}/s`. Default: no limit."
+                ),
+            ),
+            key(
+                "burst",
+                false,
+                "${1:10}",
+                format!(
+                    "With `rate:`, how many calls may start at once after a quiet spell: {} to {}, default {} (calls evenly spaced).",
+                    RATE_BURST_RANGE.0, RATE_BURST_RANGE.1, DEFAULT_RATE_BURST
+                ),
+            ),
         ],
         BlockKind::ConnectionSigning => vec![
             key("secret", false, "env(\"${1:LEDGER_WHSEC}\")", "`env(\"VAR\")` holding a `whsec_` secret, or a list of them while a provider moves to a new one (every secret signs). Never written in the program. Signs with HMAC-SHA256 (`v1`).".into()),
@@ -153,6 +170,18 @@ pub fn keys_of(block: BlockKind) -> Vec<KeyDoc> {
                     d(RUN_TIMEOUT_RANGE_MS.1),
                     d(DEFAULT_RUN_TIMEOUT_MS)
                 ),
+            ),
+            key(
+                "where",
+                false,
+                "event.${1:field} == ${2}",
+                "Which events the subscriber takes: a condition on the event's fields (`==`, `!=`, `<`, `<=`, `>`, `>=`, `in [...]`, `not in [...]`, `not`, and `and` or `or`, in parentheses where they meet). An event it refuses makes no delivery. Default: every event.".into(),
+            ),
+            key(
+                "order_by",
+                false,
+                "event.${1:field}",
+                "A `string` or `int` field of the event: deliveries with one value of it run one at a time, in event order. Default: no order.".into(),
             ),
         ],
         BlockKind::Decl(DeclKind::Schedule) => vec![

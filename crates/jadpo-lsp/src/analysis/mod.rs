@@ -5,6 +5,7 @@
 mod actions;
 mod completion;
 pub mod cursor;
+mod flow;
 mod hints;
 mod hover;
 pub mod keys;

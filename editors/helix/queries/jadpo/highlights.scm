@@ -23,6 +23,8 @@
 
 (duration) @constant.numeric
 
+(rate) @constant.numeric
+
 (boolean) @constant.builtin.boolean
 
 ; Keywords
@@ -44,6 +46,24 @@
   "expect"
   "breaker"
 ] @keyword
+
+; Conditions: `where: event.amount_cents >= 10000 and event.currency in ["EUR"]`
+
+[
+  "and"
+  "or"
+  "not"
+  "in"
+] @keyword.operator
+
+[
+  "=="
+  "!="
+  "<"
+  "<="
+  ">"
+  ">="
+] @operator
 
 ; Declarations
 

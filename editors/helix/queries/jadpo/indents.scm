@@ -5,6 +5,7 @@
   (parameters)
   (arguments)
   (list)
+  (parenthesized_condition)
   (test_declaration)
 ] @indent
 
