@@ -18,4 +18,4 @@ pub use index::{Def, DefId, Ref, SymbolIndex, SymbolKind};
 pub use jadpo_syntax::lexer::parse_duration;
 pub use program::Program;
 pub use registry::{Code, Severity};
-pub use words::{noun, plural};
+pub use words::{noun, plural, thousands};

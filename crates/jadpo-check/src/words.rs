@@ -12,6 +12,13 @@ pub fn plural(n: u64, word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn thousands_are_separated() {
+        for (n, shown) in [(0, "0"), (999, "999"), (1_000, "1,000"), (100_000, "100,000"), (1_234_567, "1,234,567")] {
+            assert_eq!(super::thousands(n), shown);
+        }
+    }
+
     use super::*;
 
     #[test]

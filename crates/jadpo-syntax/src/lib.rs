@@ -51,7 +51,8 @@ pub enum GrammarError {
 }
 
 /// The words a name cannot be.
-pub const KEYWORDS: [&str; 8] = ["event", "connection", "action", "subscriber", "schedule", "test", "true", "false"];
+pub const KEYWORDS: [&str; 12] =
+    ["event", "connection", "action", "subscriber", "schedule", "test", "true", "false", "and", "or", "not", "in"];
 
 /// What went wrong, lexically or syntactically; the checker maps each to its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

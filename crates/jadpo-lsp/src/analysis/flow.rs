@@ -9,7 +9,7 @@ use super::Analysis;
 use super::hints::rounded;
 use jadpo_check::budget::{HOUR_MS, MINUTE_MS, SECOND_MS};
 use jadpo_check::program::Rate;
-use jadpo_check::{Lower, SourceFile, SymbolKind, check, format_duration, noun};
+use jadpo_check::{Lower, SourceFile, SymbolKind, check, format_duration, noun, thousands};
 use jadpo_syntax::ast::{Body, DeclKind, Span, ValueKind};
 use std::fmt::Write as _;
 
@@ -122,18 +122,18 @@ fn rate_markdown(written: &str, burst: Option<&str>) -> Option<String> {
         other => format!("per {}", format_duration(other)),
     };
     let count = u64::from(rate.count);
-    let mut out = format!("**Rate** `{written}`: {} {} {per}", grouped(count), noun(count, "call"));
+    let mut out = format!("**Rate** `{written}`: {} {} {per}", thousands(count), noun(count, "call"));
     if count > 1 {
         let _ = write!(out, ", one every {interval}");
     }
     if rate.burst > 1 {
-        let _ = write!(out, ", and up to {} at once after a quiet spell", grouped(u64::from(rate.burst)));
+        let _ = write!(out, ", and up to {} at once after a quiet spell", thousands(u64::from(rate.burst)));
     }
     out.push_str(", across every process of one store.\n\nA backlog, one call each through this connection:\n");
     for n in BACKLOGS {
         let ms = rate.drain_ms(n);
         let time = if ms == 0 { "at once".to_string() } else { format!("in {}", about(ms)) };
-        let _ = writeln!(out, "- `{written}`: {} {} drain {time}", grouped(n), noun(n, "event"));
+        let _ = writeln!(out, "- `{written}`: {} {} drain {time}", thousands(n), noun(n, "event"));
     }
     Some(out.trim_end().to_string())
 }
@@ -144,38 +144,15 @@ fn about(ms: u64) -> String {
     if ms < SECOND_MS { format_duration(ms) } else { rounded((ms + SECOND_MS / 2) / SECOND_MS * SECOND_MS) }
 }
 
-/// `10000` as `10,000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::test_util::analysis;
-    use super::*;
 
     const PROGRAM: &str = "event Paid {\n    id: string\n    amount_cents: int\n    currency: string?\n    vip: bool\n}\n\nconnection ledger {\n    url: \"https://x.example\"\n    rate: 50/s\n}\n\naction record(id: string) {\n    via: ledger\n}\n\nsubscriber big {\n    on: Paid\n    where: event.amount_cents >= 10000 and event.currency == \"EUR\"\n    order_by: event.id\n    run: record(event.id)\n}\n";
 
     fn hover(text: &str) -> String {
         let (a, file, offset) = analysis(&[("a.jadpo", text)]);
         a.hover(file, offset as u32).map(|h| h.0).unwrap_or_default()
-    }
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1_000), "1,000");
-        assert_eq!(grouped(100_000), "100,000");
-        assert_eq!(grouped(1_234_567), "1,234,567");
     }
 
     #[test]

@@ -23,23 +23,9 @@ pub struct Symbol {
 /// A place in the program: a file and a span.
 pub type Place = (usize, Span);
 
-/// Keywords of the language, which a name may not be.
-const KEYWORDS: [&str; 14] = [
-    "event",
-    "connection",
-    "action",
-    "subscriber",
-    "schedule",
-    "test",
-    "true",
-    "false",
-    "fake",
-    "emit",
-    "wait",
-    "retry",
-    "expect",
-    "breaker",
-];
+/// The test steps' words, which a rename does not give a name either (beside the
+/// language's keywords, [`jadpo_syntax::KEYWORDS`]).
+const STEP_WORDS: [&str; 6] = ["fake", "emit", "wait", "retry", "expect", "breaker"];
 
 impl Analysis {
     fn symbol(&self, id: DefId) -> Symbol {
@@ -125,7 +111,7 @@ impl Analysis {
         }
         let valid = new_name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && new_name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid || KEYWORDS.contains(&new_name) {
+        if !valid || jadpo_syntax::KEYWORDS.contains(&new_name) || STEP_WORDS.contains(&new_name) {
             return Err(format!(
                 "`{new_name}` is not a name: a name is a letter or `_` followed by letters, digits or `_`, and not a keyword"
             ));
