@@ -10,16 +10,29 @@ pub fn plural(n: u64, word: &str) -> String {
     format!("{n} {}", noun(n, word))
 }
 
+/// `n` with its thousands separated: `10,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn thousands_are_separated() {
         for (n, shown) in [(0, "0"), (999, "999"), (1_000, "1,000"), (100_000, "100,000"), (1_234_567, "1,234,567")] {
-            assert_eq!(super::thousands(n), shown);
+            assert_eq!(thousands(n), shown);
         }
     }
-
-    use super::*;
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {
@@ -29,17 +42,4 @@ mod tests {
         assert_eq!(noun(1, "field"), "field");
         assert_eq!(noun(3, "field"), "fields");
     }
-}
-
-/// `n` with its thousands separated: `10,000`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

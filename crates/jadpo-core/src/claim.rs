@@ -139,7 +139,7 @@ pub struct RowWrite {
     /// Time added to its time held (a wait for its connection's rate).
     pub waited_ms: i64,
     /// The start of its `within:` window (moved by an ordered delivery's first
-    /// claim, see [`rules::window_start_at_claim`](crate::rules::window_start_at_claim)).
+    /// claim, see [`rules::window_start_at_claim`]).
     pub budget_start: i64,
 }
 

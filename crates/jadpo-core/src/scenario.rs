@@ -319,7 +319,8 @@ impl Scenario {
 
     /// The subscriber's latest delivery, with its attempts.
     pub fn latest(&self, subscriber: &str) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        let filter = DeliveryFilter { subscriber: Some(subscriber.to_string()), limit: Some(1), state: None };
+        let filter =
+            DeliveryFilter { subscriber: Some(subscriber.to_string()), limit: Some(1), ..DeliveryFilter::default() };
         match self.store.deliveries(&filter)?.into_iter().next() {
             Some(d) => self.store.delivery(d.id),
             None => Ok(None),

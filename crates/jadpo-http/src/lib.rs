@@ -8,11 +8,12 @@
 //!   scheme).
 //! - [`metrics`]: the run's Prometheus metrics (an observer of the runtime's
 //!   steps) and their `--metrics` endpoint.
-//! - `server`: the accept loop the ingest and the metrics share (the connection
-//!   cap, the spare descriptor, the drain at a stop).
+//! - [`server`]: the accept loop the ingest, the metrics and the operator's
+//!   console (`jadpo-console`) share (the connection cap, the spare descriptor,
+//!   the drain at a stop).
 
 pub mod client;
 pub mod ingest;
 pub mod metrics;
-mod server;
+pub mod server;
 pub mod signing;

@@ -52,7 +52,7 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serve `listener` on connections made by `http`, at most `max_connections` at
 /// once, each request answered by `handler` once its head is read, until `stop`
 /// turns true; then drain (the module's doc) and return.
-pub(crate) async fn serve<H, F>(
+pub async fn serve<H, F>(
     listener: TcpListener,
     max_connections: usize,
     http: http1::Builder,

@@ -21,6 +21,7 @@ mod breakers;
 mod builtin;
 mod claims;
 pub mod connect;
+mod console;
 mod events;
 mod outcomes;
 mod pauses;
@@ -36,10 +37,10 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{RowOf, count_of, failure_of, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
-    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
-    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
-    SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
+    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport,
+    ClaimVerdict, ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport,
+    Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
+    ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
 use postgres::Client;
 use postgres::error::SqlState;
@@ -291,7 +292,7 @@ impl Store for PgStore {
     }
 
     fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.with_client(|c, s| reads::deliveries(c, s, filter))
+        self.with_client(|c, s| console::deliveries(c, s, filter))
     }
 
     fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
@@ -436,6 +437,10 @@ impl Store for PgStore {
         raise: &dyn Raise,
     ) -> Result<BreakerSweep, StoreError> {
         self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until, raise))
+    }
+
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
+        self.with_client(|c, s| console::attempt_rates(c, s, since_ms))
     }
 }
 

@@ -5,7 +5,7 @@ use super::claims::NOT_HELD_BACK;
 use super::{RowOf, StoreError, col, count_of, failure_of, pg_error, q, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
-use jadpo_core::store::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
+use jadpo_core::store::{AttemptView, BreakerView, DeliveryView, StatusView};
 use postgres::{Client, Row};
 
 pub(super) const VIEW_COLUMNS: &str = "d.id, d.event_id, e.name AS event, d.subscriber, d.connection, d.state, d.attempts, \
@@ -56,24 +56,6 @@ pub(super) fn next_due_ms(c: &mut Client, s: &str) -> Result<Option<i64>, StoreE
         )
         .map_err(pg_error)?;
     col(&row, "t")
-}
-
-pub(super) fn deliveries(c: &mut Client, s: &str, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-    let sql = q(
-        &format!(
-            "SELECT {VIEW_COLUMNS} FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             WHERE ($1::text IS NULL OR d.state = $1) AND ($2::text IS NULL OR d.subscriber = $2) \
-             ORDER BY d.id {} LIMIT $3",
-            if filter.limit.is_some() { "DESC" } else { "ASC" }
-        ),
-        s,
-    );
-    let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-    c.query(&sql, &[&filter.state.map(|st| st.as_str()), &filter.subscriber, &limit])
-        .map_err(pg_error)?
-        .iter()
-        .map(view_of)
-        .collect()
 }
 
 pub(super) fn delivery(

@@ -175,6 +175,17 @@ ALTER TABLE {s}.deliveries ADD COLUMN order_key text;
 CREATE INDEX deliveries_key ON {s}.deliveries (subscriber, order_key, event_id) WHERE order_key IS NOT NULL;
 ALTER TABLE {s}.circuit_breakers ADD COLUMN rate_tat_us bigint;
 "#,
+    r#"
+-- The console's reads. A page of failed or parked deliveries (the states an
+-- operator acts on) reads a partial index of that state, whose entries are
+-- written once, when a delivery ends so. The attempts of the last hour,
+-- counted per minute, read a block range index on their start: attempts are
+-- written in about the order they start, so it stays small and costs an
+-- insert next to nothing.
+CREATE INDEX deliveries_failed ON {s}.deliveries (id) WHERE state = 'failed';
+CREATE INDEX deliveries_parked ON {s}.deliveries (id) WHERE state = 'parked';
+CREATE INDEX attempts_started ON {s}.attempts USING brin (started_at);
+"#,
 ];
 
 /// The oldest schema version a handle that only reads knows every column of:

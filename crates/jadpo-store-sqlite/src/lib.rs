@@ -16,6 +16,7 @@ mod breakers;
 mod builtin;
 mod busy;
 mod claims;
+mod console;
 mod events;
 mod outcomes;
 mod pauses;
@@ -31,10 +32,10 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use jadpo_core::store::{
-    Access, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict,
-    ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion,
-    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec,
-    SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
+    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport,
+    ClaimVerdict, ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport,
+    Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
+    ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -305,7 +306,7 @@ impl Store for SqliteStore {
 
     fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
         let version = self.version;
-        self.with_retry(|conn| reads::deliveries(conn, filter, version))
+        self.with_retry(|conn| console::deliveries(conn, filter, version))
     }
 
     fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
@@ -459,6 +460,10 @@ impl Store for SqliteStore {
         raise: &dyn Raise,
     ) -> Result<BreakerSweep, StoreError> {
         self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, raise))
+    }
+
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
+        self.with_retry(|conn| console::attempt_rates(conn, since_ms))
     }
 }
 

@@ -7,8 +7,8 @@ use super::schema::{VERSION_WITH_KEYS, VERSION_WITH_REASONS};
 use super::{Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
-use jadpo_core::store::{AttemptView, BreakerView, DeliveryFilter, DeliveryView, StatusView};
-use rusqlite::{Connection, OptionalExtension, Row, named_params};
+use jadpo_core::store::{AttemptView, BreakerView, DeliveryView, StatusView};
+use rusqlite::{Connection, OptionalExtension, Row};
 
 /// The columns of a delivery as listed from a store of schema `version`: one
 /// older than a column (read-only handles only) reads it as missing.
@@ -90,32 +90,6 @@ pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i6
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     })
-}
-
-pub(super) fn deliveries(
-    conn: &mut Connection,
-    filter: &DeliveryFilter,
-    version: i64,
-) -> Result<Vec<DeliveryView>, Error> {
-    let sql = format!(
-        "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
-         WHERE (:state IS NULL OR d.state = :state) AND (:subscriber IS NULL OR d.subscriber = :subscriber) \
-         ORDER BY d.id {} LIMIT :limit",
-        view_columns(version),
-        // With a limit, the newest come first (the latest delivery is one row).
-        if filter.limit.is_some() { "DESC" } else { "ASC" }
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(named_params! {
-        ":state": filter.state.map(|s| s.as_str()),
-        ":subscriber": filter.subscriber.as_deref(),
-        ":limit": filter.limit.map_or(-1, |l| l as i64),
-    })?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        out.push(view_of(r)?);
-    }
-    Ok(out)
 }
 
 pub(super) fn delivery(

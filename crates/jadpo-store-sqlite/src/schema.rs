@@ -131,6 +131,16 @@ ALTER TABLE jadpo_deliveries ADD COLUMN order_key TEXT;
 CREATE INDEX jadpo_deliveries_key ON jadpo_deliveries (subscriber, order_key, event_id) WHERE order_key IS NOT NULL;
 ALTER TABLE jadpo_circuit_breakers ADD COLUMN rate_tat_us INTEGER;
 "#,
+    // The console's reads: a page of failed or parked deliveries (the states an
+    // operator acts on; few, and final, so their entries are written once, when
+    // a delivery ends so) and the attempts of the last hour counted per minute.
+    r#"
+-- The state leads each, so that the planner, reading an equality on it, takes
+-- the index that gives the page's order over the claims' (state, due_at) and a sort.
+CREATE INDEX jadpo_deliveries_failed ON jadpo_deliveries (state, id) WHERE state = 'failed';
+CREATE INDEX jadpo_deliveries_parked ON jadpo_deliveries (state, id) WHERE state = 'parked';
+CREATE INDEX jadpo_attempts_started ON jadpo_attempts (started_at);
+"#,
 ];
 
 /// The newest schema version this build knows.

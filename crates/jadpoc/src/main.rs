@@ -48,6 +48,8 @@ enum Command {
     Status(cmd::status::StatusArgs),
     /// List the circuit breakers, one per connection.
     Breakers(cmd::breakers::BreakersArgs),
+    /// Serve the operator's web console on a store.
+    Console(cmd::console::ConsoleArgs),
     /// Delete final deliveries older than a cut, with their history.
     Prune(cmd::prune::PruneArgs),
     /// Run the program's `test` blocks in virtual time.
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Events(args) => cmd::events::run(args),
         Command::Status(args) => cmd::status::run(args),
         Command::Breakers(args) => cmd::breakers::run(args),
+        Command::Console(args) => cmd::console::run(args),
         Command::Prune(args) => cmd::prune::run(args),
         Command::Test(args) => cmd::test::run(args),
         Command::Plan(args) => cmd::plan::run(args),

@@ -359,7 +359,34 @@ pub struct DeliveryFilter {
     pub subscriber: Option<String>,
     /// At most this many, newest first when set.
     pub limit: Option<usize>,
+    /// Only deliveries through this connection.
+    pub connection: Option<String>,
+    /// Only deliveries of events of this name.
+    pub event: Option<String>,
+    /// Only deliveries created at or after this time.
+    pub since_ms: Option<i64>,
+    /// Only deliveries created before this time.
+    pub until_ms: Option<i64>,
+    /// Only deliveries whose last failure has this code.
+    pub failure_code: Option<String>,
+    /// Only deliveries with a smaller id: the keyset cursor of a page (with
+    /// `limit`, the next page starts before the last id of this one).
+    pub before_id: Option<i64>,
 }
+
+/// Attempts that started in one minute, by outcome ([`Store::attempt_rates`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AttemptRate {
+    /// The minute's start (milliseconds since the epoch, a multiple of 60,000).
+    pub minute_ms: i64,
+    /// Attempts that succeeded.
+    pub succeeded: u64,
+    /// Attempts that failed.
+    pub failed: u64,
+}
+
+/// The length of the minutes [`Store::attempt_rates`] counts attempts in.
+pub const RATE_MINUTE_MS: i64 = 60_000;
 
 /// A delivery as `jadpoc deliveries` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -920,6 +947,13 @@ pub trait Store: Send + Sync {
         lease_until: &dyn Fn(&str) -> i64,
         raise: &dyn Raise,
     ) -> Result<BreakerSweep, StoreError>;
+
+    // The operator's console.
+
+    /// Attempts started at or after `since_ms`, counted per minute
+    /// ([`RATE_MINUTE_MS`], aligned to the epoch) and outcome, oldest minute
+    /// first; minutes with no attempt are left out.
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError>;
 }
 
 /// What [`Store::listen`] calls when an event was stored.

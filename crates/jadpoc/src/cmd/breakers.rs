@@ -181,10 +181,7 @@ fn pause(
     match store.pause_connection(connection, &pause) {
         Ok(_) => {
             match format {
-                Format::Json => crate::print_json(&serde_json::json!({
-                    "connection": connection,
-                    "paused": views::pause_json(&pause),
-                })),
+                Format::Json => crate::print_json(&views::paused_json(connection, &pause)),
                 Format::Text => crate::print_stdout(&format!("`{connection}` {}\n", views::pause_text(&pause))),
             }
             ExitCode::SUCCESS
@@ -207,12 +204,7 @@ fn resume(db: &DbArg, format: Format, connection: &str, reason: Option<&str>, by
         return fail(format!("no breaker for the connection `{connection}`: it was never paused and never failed"));
     };
     match format {
-        Format::Json => crate::print_json(&serde_json::json!({
-            "connection": connection,
-            "was": was.state.as_str(),
-            "was_paused": was.pause.is_some(),
-            "released": report.released,
-        })),
+        Format::Json => crate::print_json(&views::resumed_json(connection, &was, report.released)),
         Format::Text => crate::print_stdout(&format!(
             "`{connection}` resumed (was {}{}): closed, {} held {} released\n",
             was.state.as_str(),

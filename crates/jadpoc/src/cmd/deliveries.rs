@@ -70,7 +70,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
     };
     match args.command {
         None => {
-            let filter = DeliveryFilter { state, subscriber: args.subscriber.clone(), limit: None };
+            let filter = DeliveryFilter { state, subscriber: args.subscriber.clone(), ..DeliveryFilter::default() };
             let list = match store.deliveries(&filter) {
                 Ok(l) => l,
                 Err(e) => return fail(e),
@@ -105,22 +105,19 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             let mut code = ExitCode::SUCCESS;
             let mut out = Vec::new();
             for (id, r) in ids.iter().zip(&results) {
-                let (word, note) = match r {
-                    RetryResult::Retried => ("retried", String::new()),
+                let note = match r {
+                    RetryResult::Retried => String::new(),
                     RetryResult::NotFound => {
                         code = ExitCode::from(1);
-                        ("not_found", format!("no delivery {id}"))
+                        format!("no delivery {id}")
                     }
                     RetryResult::NotRetryable(s) => {
                         code = ExitCode::from(1);
-                        (
-                            "not_retryable",
-                            format!("delivery {id} is {s}; only failed, parked or skipped deliveries can be retried"),
-                        )
+                        format!("delivery {id} is {s}; only failed, parked or skipped deliveries can be retried")
                     }
                 };
                 match args.format.format {
-                    Format::Json => out.push(serde_json::json!({"id": id, "result": word})),
+                    Format::Json => out.push(views::retry_result_json(*id, r)),
                     Format::Text if note.is_empty() => {
                         crate::print_stdout(&format!("delivery {id}: retried with a fresh budget\n"))
                     }

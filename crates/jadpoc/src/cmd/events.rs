@@ -5,11 +5,9 @@
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
-use jadpo_check::program::Program;
-use jadpo_core::clock::{Clock, SystemClock, parse_rfc3339_ms};
-use jadpo_core::payload::new_event;
+use jadpo_core::clock::{Clock, SystemClock};
 use jadpo_core::store::{EventFilter, EventView, Replay, Store, StoreError};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -75,20 +73,7 @@ struct ReplayArgs {
     program: Vec<PathBuf>,
 }
 
-/// A `--since` or `--until` value in milliseconds since the epoch: an RFC 3339
-/// time, or a duration (as the language writes them) before `now_ms`.
-pub fn parse_time(flag: &str, text: &str, now_ms: i64) -> Result<i64, String> {
-    if let Some(ms) = parse_rfc3339_ms(text) {
-        return Ok(ms);
-    }
-    match jadpo_syntax::lexer::parse_duration(text) {
-        Ok(ago) => Ok(now_ms.saturating_sub(i64::try_from(ago).unwrap_or(i64::MAX))),
-        Err(_) => Err(format!(
-            "`--{flag} {text}` is not a time: give an RFC 3339 time (`2026-12-01T09:00:00Z`) or a duration \
-             ago (`90m`, `2h`, `7d`)"
-        )),
-    }
-}
+pub use jadpo_console::replay::parse_time;
 
 impl Select {
     fn filter(&self, now_ms: i64, limit: Option<usize>) -> Result<EventFilter, String> {
@@ -199,31 +184,6 @@ fn chosen(store: &dyn Store, args: &ReplayArgs, now_ms: i64) -> Result<Vec<Resul
     Ok(out)
 }
 
-/// The replay of `event` under today's `program`, to every subscriber or only
-/// to `only`: its payload is checked again as `jadpoc emit` checks one.
-fn plan(program: &Program, event: &EventView, only: Option<&str>) -> Result<Replay, String> {
-    if !event.expanded {
-        return Err(format!(
-            "event {} is not expanded yet (a running `jadpoc run` makes its deliveries first)",
-            event.id
-        ));
-    }
-    let mut new = new_event(program, &event.name, &event.payload).map_err(|e| {
-        let was = if event.invalid.is_some() { " (it was stored invalid)" } else { "" };
-        format!("event {} cannot be replayed: its payload does not validate now{was}: {e}", event.id)
-    })?;
-    if let Some(s) = only {
-        new.deliveries.retain(|d| d.subscriber == s);
-    }
-    if new.deliveries.is_empty() {
-        return Err(match only {
-            Some(s) => format!("event {}: `{s}` does not subscribe to `{}`", event.id, event.name),
-            None => format!("event {}: no subscriber of the program subscribes to `{}`", event.id, event.name),
-        });
-    }
-    Ok(Replay { of: event.id, event: new })
-}
-
 fn replay_events(args: &ReplayArgs, format: Format, db: &DbArg) -> ExitCode {
     let program = match crate::load::program_for_run(&args.program) {
         Ok(p) => p,
@@ -252,7 +212,7 @@ fn replay_events(args: &ReplayArgs, format: Format, db: &DbArg) -> ExitCode {
     for found in chosen {
         match found {
             Ok(event) => {
-                let outcome = plan(&program, &event, args.subscriber.as_deref());
+                let outcome = jadpo_console::replay::plan(&program, &event, args.subscriber.as_deref());
                 planned.push(Planned { event, outcome });
             }
             Err(id) => missing.push(id),
@@ -281,7 +241,7 @@ fn report(planned: &[Planned], missing: &[i64], ids: &[i64], dry_run: bool, form
         let e = &p.event;
         match &p.outcome {
             Ok(r) => {
-                let subscribers: Vec<&str> = r.event.deliveries.iter().map(|d| d.subscriber.as_str()).collect();
+                let subscribers: Vec<String> = r.event.deliveries.iter().map(|d| d.subscriber.clone()).collect();
                 let replay_id = if dry_run { None } else { new_ids.next().copied() };
                 match replay_id {
                     Some(id) => text.push_str(&format!(
@@ -297,47 +257,21 @@ fn report(planned: &[Planned], missing: &[i64], ids: &[i64], dry_run: bool, form
                         subscribers.join(", ")
                     )),
                 }
-                json_out.push(json!({
-                    "event_id": e.id, "name": e.name, "subscribers": subscribers, "replay_id": replay_id,
-                    "error": null,
-                }));
+                json_out.push(views::replay_json(e.id, Some(&e.name), &subscribers, replay_id, None));
             }
             Err(message) => {
                 eprintln!("jadpoc: {message}");
-                json_out.push(json!({
-                    "event_id": e.id, "name": e.name, "subscribers": [], "replay_id": null, "error": message,
-                }));
+                json_out.push(views::replay_json(e.id, Some(&e.name), &[], None, Some(message)));
             }
         }
     }
     for id in missing {
         eprintln!("jadpoc: no event {id}");
-        json_out.push(json!({
-            "event_id": id, "name": null, "subscribers": [], "replay_id": null, "error": format!("no event {id}"),
-        }));
+        json_out.push(views::replay_json(*id, None, &[], None, Some(&format!("no event {id}"))));
     }
     match format {
         Format::Json => crate::print_json(&Value::Array(json_out)),
         Format::Text if planned.is_empty() && missing.is_empty() => crate::print_stdout("no events to replay\n"),
         Format::Text => crate::print_stdout(&text),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_time;
-
-    /// 2023-11-14T22:13:20Z.
-    const NOW: i64 = 1_700_000_000_000;
-
-    #[test]
-    fn a_time_is_rfc_3339_or_a_duration_ago() {
-        assert_eq!(parse_time("since", "2023-11-14T22:13:20Z", NOW), Ok(NOW));
-        assert_eq!(parse_time("since", "2023-11-14T23:13:20+01:00", NOW), Ok(NOW));
-        assert_eq!(parse_time("since", "2h", NOW), Ok(NOW - 2 * 3_600_000));
-        assert_eq!(parse_time("since", "7d", NOW), Ok(NOW - 7 * 86_400_000));
-        assert_eq!(parse_time("until", "1h30m", NOW), Ok(NOW - 90 * 60_000));
-        let err = parse_time("since", "yesterday", NOW).unwrap_err();
-        assert!(err.starts_with("`--since yesterday` is not a time"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod breakers;
 pub mod check;
+pub mod console;
 pub mod deliveries;
 pub mod emit;
 pub mod events;

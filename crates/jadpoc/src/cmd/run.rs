@@ -41,6 +41,18 @@ pub struct RunArgs {
     /// too); a bare port binds to loopback.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Serve the operator's web console on this address (read-only unless
+    /// `--console-actions`); a bare port binds to loopback, and any other
+    /// address needs `--console-token`.
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
+    /// Turn on the console's actions (retry, replay, pause, resume).
+    #[arg(long = "console-actions", requires = "console")]
+    console_actions: bool,
+    /// Ask every console request for this token, read from the environment:
+    /// `--console-token env:NAME`.
+    #[arg(long = "console-token", value_name = "env:NAME", requires = "console")]
+    console_token: Option<String>,
     /// Take only events signed with this secret (Standard Webhooks, `whsec_...`),
     /// read from the environment: `--verify-secret env:NAME`; give it twice while a
     /// sender moves from one secret to the next. Others get `401`.
@@ -131,7 +143,7 @@ fn verifier(flags: &[String]) -> Result<Option<Arc<Verifier>>, String> {
 }
 
 /// The address of `--FLAG S`: `HOST:PORT`, or a bare port on loopback.
-fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
@@ -169,6 +181,17 @@ pub fn run(args: RunArgs) -> ExitCode {
     let metrics_addr = match args.metrics.as_deref().map(|s| listen_addr("metrics", s)).transpose() {
         Ok(a) => a,
         Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let console = match args.console.as_deref().map(|addr| {
+        crate::cmd::console::token("console-token", args.console_token.as_deref())
+            .and_then(|t| crate::cmd::console::Planned::new("console", addr, args.console_actions, t))
+    }) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(m)) => {
             eprintln!("jadpoc: {m}");
             return ExitCode::from(2);
         }
@@ -219,6 +242,13 @@ pub fn run(args: RunArgs) -> ExitCode {
                 }
             }
         }
+        let mut console_server = None;
+        if let Some(planned) = console {
+            match planned.start(store.clone(), clock.clone(), Some(program.clone()), stop_rx.clone()).await {
+                Ok(s) => console_server = Some(s),
+                Err(code) => return code,
+            }
+        }
         if let Some(addr) = listen {
             match tokio::net::TcpListener::bind(addr).await {
                 Ok(l) => {
@@ -259,7 +289,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         // A run stopped by a fault stops the servers too. Each drains: the
         // requests it read are answered before the process ends.
         stop_tx.send_replace(true);
-        for s in [server, metrics_server].into_iter().flatten() {
+        for s in [server, metrics_server, console_server].into_iter().flatten() {
             let _ = s.await;
         }
         match result {
@@ -284,7 +314,7 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 /// SIGINT or SIGTERM.
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

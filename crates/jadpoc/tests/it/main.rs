@@ -5,6 +5,7 @@ mod builtin_e2e;
 mod check_cli;
 mod cli;
 mod common;
+mod console_cli;
 mod docs;
 mod editors;
 mod events_cli;

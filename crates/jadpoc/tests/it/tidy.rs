@@ -149,8 +149,8 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
 }
 
 /// The crates of the runtime.
-const RUNTIME_CRATES: [&str; 5] =
-    ["jadpo-core", "jadpo-store-sqlite", "jadpo-store-postgres", "jadpo-http", "jadpo-runtime"];
+const RUNTIME_CRATES: [&str; 6] =
+    ["jadpo-core", "jadpo-store-sqlite", "jadpo-store-postgres", "jadpo-http", "jadpo-runtime", "jadpo-console"];
 
 fn shown(path: &Path) -> String {
     path.strip_prefix(workspace()).unwrap_or(path).display().to_string()
@@ -345,10 +345,14 @@ const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
         &["jadpo-check", "jadpo-core", "jadpo-http", "jadpo-store-postgres", "jadpo-store-sqlite"],
         &["rusqlite", "postgres", "hyper"],
     ),
+    // The operator's console: pages and actions over the store's trait, on the
+    // HTTP side's accept loop; no SQL of its own.
+    ("jadpo-console", &["jadpo-check", "jadpo-core", "jadpo-http"], &["rusqlite", "postgres"]),
     (
         "jadpoc",
         &[
             "jadpo-check",
+            "jadpo-console",
             "jadpo-core",
             "jadpo-fmt",
             "jadpo-http",

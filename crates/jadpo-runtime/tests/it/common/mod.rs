@@ -93,6 +93,9 @@ pub struct Hooked<H> {
 }
 
 impl<H: ClaimHook> Store for Hooked<H> {
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<jadpo_core::store::AttemptRate>, StoreError> {
+        self.inner.attempt_rates(since_ms)
+    }
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.inner.emit(events, now_ms)
     }
