@@ -28,7 +28,7 @@ use crate::store::{
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What the steps tell whoever drives or watches them: work that is due now (the
 /// live driver wakes its idle claim loops), deliveries claimed and attempts
@@ -96,6 +96,9 @@ pub struct Runtime {
     subscribers: HashMap<String, usize>,
     /// Each rate-limited connection's rate, by name.
     rates: HashMap<String, Rate>,
+    /// By connection, the last turn (µs) given to a call that waits for its
+    /// rate, so that the next to wait queues behind it (see [`rules::rate`]).
+    rate_queue: Mutex<HashMap<String, i64>>,
     schedules: Vec<ScheduleSpec>,
     observer: Arc<dyn Observer>,
     random: RandomSource,
@@ -142,6 +145,7 @@ impl Runtime {
             drivers,
             subscribers,
             rates,
+            rate_queue: Mutex::new(HashMap::new()),
             schedules,
             observer: Arc::new(NoObserver),
             random,
@@ -212,9 +216,9 @@ impl Runtime {
         // Runs let through, by connection, to give back those that did not start.
         let mut let_through: HashMap<String, usize> = HashMap::new();
         let mut waiting = 0;
-        // Calls waiting for their connection's rate in this claim, by connection:
-        // each is due at its own turn, behind those ahead of it.
-        let mut rate_waits: HashMap<String, u32> = HashMap::new();
+        // The rates' queues as this claim starts; merged back after it. Each call
+        // that waits is due at its own turn, behind those queued before it.
+        let mut queued = self.rate_queue.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let raiser = Raiser { program: &self.program };
         // Started before the store reads any breaker's row: outcomes recorded
         // while this claim runs still count for it.
@@ -236,10 +240,10 @@ impl Runtime {
                         let mut next = None;
                         if let ClaimDecision::Run { lease_expired: false, .. } = decision {
                             let rate = self.rates.get(&c.connection).copied();
-                            let ahead = rate_waits.get(&c.connection).copied().unwrap_or(0);
-                            match rules::rate::turn(rate, c.breaker.rate_tat_us, now_ms, ahead) {
-                                Some(RateTurn::Wait { until_ms }) => {
-                                    *rate_waits.entry(c.connection.clone()).or_default() += 1;
+                            let last = queued.get(&c.connection).copied();
+                            match rules::rate::turn(rate, c.breaker.rate_tat_us, now_ms, last) {
+                                Some(RateTurn::Wait { until_ms, turn_us }) => {
+                                    queued.insert(c.connection.clone(), turn_us);
                                     return (ClaimDecision::Wait { until_ms }, None);
                                 }
                                 Some(RateTurn::Go { next_tat_us }) => {
@@ -263,6 +267,16 @@ impl Runtime {
             &raiser,
         );
         drop(view);
+        {
+            let mut shared = self.rate_queue.lock().unwrap_or_else(|e| e.into_inner());
+            for (connection, turn_us) in queued {
+                let last = shared.entry(connection).or_insert(turn_us);
+                *last = (*last).max(turn_us);
+            }
+            // A turn that has come queues nobody.
+            let now_us = now_ms.saturating_mul(1000);
+            shared.retain(|_, turn_us| *turn_us > now_us);
+        }
         let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
         for c in started {
             if let Some(n) = let_through.get_mut(&c.connection) {

@@ -43,6 +43,11 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+/// Statements each connection keeps prepared. The store has about fifty
+/// distinct ones (a claim alone is four); rusqlite's default of 16 evicted them
+/// in turn, so that a run prepared again, parsing its SQL, most statements it ran.
+const STATEMENT_CACHE: usize = 128;
+
 /// A store in one SQLite database file (or in memory).
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -156,6 +161,42 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Empty an in-memory store, so that it is again as [`open_in_memory`]
+    /// made it: every table without a row, the ids counted from 1. A run of
+    /// `jadpoc test` reuses one store this way from test to test instead of
+    /// migrating a new one for each (most of a short test's cost), keeping
+    /// its prepared statements. A store in a file is refused, untouched.
+    ///
+    /// [`open_in_memory`]: SqliteStore::open_in_memory
+    pub fn clear_in_memory(&self) -> Result<(), StoreError> {
+        if self.path != ":memory:" {
+            return Err(open_error(&self.path, "only a store in memory can be cleared"));
+        }
+        self.with_retry(|conn| {
+            let tx = conn.transaction()?;
+            // Every table the migrations made (read from the schema, so that a
+            // table added later is emptied too) and SQLite's own counters.
+            let tables: Vec<String> = tx
+                .prepare_cached(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'jadpo\\_%' ESCAPE '\\'",
+                )?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for table in tables {
+                tx.execute(&format!("DELETE FROM \"{table}\""), [])?;
+            }
+            let counted: bool =
+                tx.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence')", [], |r| {
+                    r.get(0)
+                })?;
+            if counted {
+                tx.execute("DELETE FROM sqlite_sequence", [])?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves no half-done transaction behind
         // (it rolls back on drop), so the connection is still usable.
@@ -168,6 +209,7 @@ impl SqliteStore {
         let path = self.path.clone();
         let mut conn = self.lock();
         conn.busy_timeout(busy::busy_timeout(self.lock_wait))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // A stable plan per statement: without it SQLite re-prepares a cached
         // statement whenever a bound value (`now`, a state) changes, which was most
         // of the cost of a claim.

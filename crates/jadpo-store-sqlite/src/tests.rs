@@ -206,3 +206,32 @@ fn a_schedule_run_taken_or_ended_by_another_changes_nothing() {
     assert!(!s.record_schedule("nightly", 1, T0 + 70_000, None).expect("record"));
     assert!(s.record_schedule("nightly", 2, T0 + 70_000, None).expect("record"));
 }
+
+#[test]
+fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
+    let store = store();
+    meddle(&store, "INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (1, 0)");
+    store.clear_in_memory().expect("clear");
+    let tables: Vec<String> = {
+        let conn = store.lock();
+        let mut stmt =
+            conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'jadpo%'").expect("list");
+        stmt.query_map([], |r| r.get(0)).expect("query").collect::<Result<_, _>>().expect("names")
+    };
+    assert!(tables.len() >= 7, "{tables:?}");
+    for table in &tables {
+        let n: i64 = store.lock().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).expect("count");
+        assert_eq!(n, 0, "{table} has rows after clearing");
+    }
+    // Ids count from 1 again, as on a new store.
+    let event = NewEvent { name: "Paid".into(), payload: "{}".into(), deliveries: vec![] };
+    assert_eq!(store.emit(&[event], T0).expect("emit"), vec![1]);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = SqliteStore::open(&dir.path().join("store.db")).expect("open a file");
+    let event = NewEvent { name: "Paid".into(), payload: "{}".into(), deliveries: vec![] };
+    file.emit(&[event], T0).expect("emit");
+    assert!(file.clear_in_memory().is_err());
+    let n: i64 = file.lock().query_row("SELECT count(*) FROM jadpo_events", [], |r| r.get(0)).expect("count");
+    assert_eq!(n, 1, "a refused clear leaves the file as it was");
+}

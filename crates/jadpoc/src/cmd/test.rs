@@ -1,16 +1,18 @@
 //! `jadpoc test`: run the program's `test` blocks in virtual time (testing.md).
 //!
-//! Each test runs on a fresh runtime (in-memory store, virtual clock, seeded random
-//! source) from [`jadpo_runtime::scenario`]; this module only picks the tests and
-//! seeds and prints the results. The output depends on the program and the seeds
-//! alone, so the same seed prints the same bytes.
+//! Each test runs on a fresh runtime (an empty in-memory store, virtual clock,
+//! seeded random source) from [`jadpo_runtime::scenario`]; this module picks the
+//! tests and seeds, runs them across the machine's cores and prints the results
+//! in the program's order. The output depends on the program and the seeds alone,
+//! so the same seed prints the same bytes.
 
 use crate::args::ProgramPaths;
 use jadpo_core::scenario::TestFailure;
 use jadpo_runtime::scenario::run_test;
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -32,22 +34,76 @@ pub struct TestArgs {
     log_format: Option<crate::logging::LogFormat>,
 }
 
-/// One test's result over its seeds: the seeds that failed, with the first
-/// failure's details.
-fn run_seeds(
+/// The seeds a test runs under: `--seeds` of them counted from `--seed`,
+/// wrapping past `u64::MAX`, so every test runs under exactly `--seeds` seeds
+/// wherever they start.
+fn seed_of(args: &TestArgs, i: u64) -> u64 {
+    args.seed.wrapping_add(i)
+}
+
+/// One test's result so far: how many of its seeds have run, and the seeds
+/// that failed with their failures.
+#[derive(Default)]
+struct Tally {
+    ran: u64,
+    failures: Vec<(u64, TestFailure)>,
+}
+
+/// Run every test under every seed, on as many threads as the machine has
+/// cores (one with `--log-format`, so that the log reads in order), and hand
+/// each test's tally to `report` in the program's order as soon as it and
+/// every test before it are done. The runs are independent (each on its own
+/// store, clock and seeded random source), so the results, and what is
+/// printed, do not depend on the threads.
+fn run_all(
     program: &Arc<jadpo_check::Program>,
-    test: &jadpo_check::program::Test,
+    tests: &[&jadpo_check::program::Test],
     args: &TestArgs,
-) -> Vec<(u64, TestFailure)> {
-    let mut failed = Vec::new();
-    // Counted from `--seed`, wrapping past `u64::MAX`, so every test runs under
-    // exactly `--seeds` seeds wherever they start.
-    for seed in (0..args.seeds).map(|i| args.seed.wrapping_add(i)) {
-        if let Err(f) = run_test(program, test, seed) {
-            failed.push((seed, f));
+    mut report: impl FnMut(&jadpo_check::program::Test, Tally),
+) {
+    let seeds = args.seeds;
+    let jobs = tests.len() as u64 * seeds;
+    let threads = if args.log_format.is_some() {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u64).clamp(1, jobs.max(1))
+    };
+    let next = AtomicU64::new(0);
+    let mut tallies: Vec<Tally> = tests.iter().map(|_| Tally::default()).collect();
+    let mut reported = 0usize;
+    std::thread::scope(|scope| {
+        let (sent, results) = mpsc::channel::<(usize, u64, Result<(), TestFailure>)>();
+        for _ in 0..threads {
+            let (sent, next) = (sent.clone(), &next);
+            scope.spawn(move || {
+                loop {
+                    let job = next.fetch_add(1, Ordering::Relaxed);
+                    if job >= jobs {
+                        break;
+                    }
+                    let (t, seed) = ((job / seeds) as usize, seed_of(args, job % seeds));
+                    if sent.send((t, seed, run_test(program, tests[t], seed))).is_err() {
+                        break;
+                    }
+                }
+            });
         }
-    }
-    failed
+        drop(sent);
+        for (t, seed, result) in results {
+            let tally = &mut tallies[t];
+            tally.ran += 1;
+            if let Err(f) = result {
+                tally.failures.push((seed, f));
+            }
+            while reported < tests.len() && tallies[reported].ran == seeds {
+                let mut tally = std::mem::take(&mut tallies[reported]);
+                // The first failure named is the first seed's, as a run in order gives.
+                tally.failures.sort_by_key(|(s, _)| s.wrapping_sub(args.seed));
+                report(tests[reported], tally);
+                reported += 1;
+            }
+        }
+    });
 }
 
 pub fn run(args: TestArgs) -> ExitCode {
@@ -76,8 +132,7 @@ pub fn run(args: TestArgs) -> ExitCode {
         };
     }
     let (mut passed, mut failed) = (0usize, 0usize);
-    for test in tests {
-        let failures = run_seeds(&program, test, &args);
+    run_all(&program, &tests, &args, |test, Tally { failures, .. }| {
         let mut out = String::new();
         match failures.first() {
             None => {
@@ -103,7 +158,7 @@ pub fn run(args: TestArgs) -> ExitCode {
             }
         }
         crate::print_stdout(&out);
-    }
+    });
     crate::print_stdout(&format!("{passed} passed, {failed} failed\n"));
     if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

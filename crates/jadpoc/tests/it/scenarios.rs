@@ -192,3 +192,39 @@ fn a_program_with_errors_is_refused() {
     assert!(stdout(&out).is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("test.unknown_subscriber"));
 }
+
+/// A program whose one test emits `events` events to a connection of `rate`,
+/// then waits `first` and expects the latest delivery `state_then`, then waits
+/// `second` more and expects it succeeded.
+fn rate_program(events: usize, rate: &str, first: &str, state_then: &str, second: &str) -> String {
+    let mut text = format!(
+        "event Paid {{ id: string }}\nconnection ledger {{ url: \"https://ledger.example.com\" rate: {rate} }}\n\
+         action record(id: string) {{ via: ledger }}\n\
+         subscriber book {{ on: Paid run: record(event.id) retry: {{ attempts: 3 within: 1h }} }}\n\
+         test \"the rate holds\" {{\n    fake ledger: [ok]\n"
+    );
+    for i in 0..events {
+        text.push_str(&format!("    emit Paid {{ id: \"p{i}\" }}\n"));
+    }
+    text.push_str(&format!(
+        "    wait {first}\n    expect book {{ state: {state_then} }}\n    wait {second}\n    expect book {{ state: succeeded, attempts: 1 }}\n}}\n"
+    ));
+    text
+}
+
+#[test]
+fn a_thousand_events_at_ten_a_second_take_a_hundred_virtual_seconds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rate.jadpo");
+    // The first call goes at 0 and each next one 100 ms later: the thousandth at
+    // 99.9 s, not a millisecond before.
+    std::fs::write(&path, rate_program(1000, "10/s", "99s899ms", "pending", "1ms")).expect("write");
+    let out = jadpoc_test(&[path.to_str().expect("utf-8")]);
+    assert_eq!(stdout(&out), "ok   the rate holds\n1 passed, 0 failed\n", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    // And the runner would have said so had the rate let it go earlier.
+    std::fs::write(&path, rate_program(1000, "10/s", "99s899ms", "succeeded", "1ms")).expect("write");
+    let out = jadpoc_test(&[path.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("expected  state: succeeded\n    found     state: pending"), "{}", stdout(&out));
+}
