@@ -311,6 +311,25 @@ fn read_only_place(path: &Path) -> bool {
 /// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
 /// keeps a value of any type in any column, and one that is not an integer is
 /// as corrupt as a negative count.
+/// A statement's columns by name, read once per query: rusqlite's `Row::get`
+/// by name compares the name with every column's for every value read, which
+/// was a twentieth of a run's instructions in a claim's rows alone.
+pub(crate) struct Columns(rustc_hash::FxHashMap<String, usize>);
+
+impl Columns {
+    pub(crate) fn of(stmt: &rusqlite::Statement<'_>) -> Columns {
+        Columns(stmt.column_names().enumerate().map(|(i, name)| (name.to_string(), i)).collect())
+    }
+
+    /// The value of column `name` in `r`.
+    pub(crate) fn get<T: rusqlite::types::FromSql>(&self, r: &rusqlite::Row<'_>, name: &str) -> Result<T, Error> {
+        match self.0.get(name) {
+            Some(&i) => Ok(r.get(i)?),
+            None => Err(rusqlite::Error::InvalidColumnName(name.to_string()).into()),
+        }
+    }
+}
+
 fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
     let found = match r.get_ref(column)? {
         ValueRef::Integer(v) => return Ok(count_of(v, row, column)?),
