@@ -7,7 +7,8 @@
 //! (logs never stop a run).
 
 use jadpo_core::events::{self, TARGET};
-use serde_json::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 use std::io::Write;
 use std::sync::Mutex;
 use tracing::field::{Field, Visit};
@@ -67,14 +68,12 @@ impl<S: Subscriber, W: Write + Send + 'static> Layer<S> for RunLog<W> {
         }
         // Every declared field is a key, in the order declared; one the event
         // left unrecorded (no value) stays `null`.
-        let mut line = Map::new();
-        line.insert("event".into(), Value::from(metadata.name()));
-        for field in metadata.fields() {
-            line.insert(field.name().into(), Value::Null);
-        }
-        event.record(&mut Fields(&mut line));
+        let mut line = Line(Vec::with_capacity(metadata.fields().len() + 1));
+        line.0.push(("event", Value::from(metadata.name())));
+        line.0.extend(metadata.fields().iter().map(|f| (f.name(), Value::Null)));
+        event.record(&mut line);
         let mut buf = match self.format {
-            LogFormat::Json => serde_json::to_string(&line).unwrap_or_default(),
+            LogFormat::Json => line.json(),
             LogFormat::Text => text(&line),
         };
         buf.push('\n');
@@ -84,30 +83,60 @@ impl<S: Subscriber, W: Write + Send + 'static> Layer<S> for RunLog<W> {
     }
 }
 
-/// Records an event's fields into a line.
-struct Fields<'a>(&'a mut Map<String, Value>);
+/// An event's keys and values, in order: the event's name, then its fields as
+/// declared. A list, not a map: an event has a dozen keys at most, each a
+/// `&'static str` of its callsite, so nothing is hashed or allocated per key.
+struct Line(Vec<(&'static str, Value)>);
 
-impl Visit for Fields<'_> {
+impl Line {
+    fn set(&mut self, key: &'static str, value: Value) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    fn json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+impl Serialize for Line {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Records an event's fields into its line.
+impl Visit for Line {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().into(), Value::from(value));
+        self.set(field.name(), Value::from(value));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.insert(field.name().into(), Value::from(value));
+        self.set(field.name(), Value::from(value));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().into(), Value::from(value));
+        self.set(field.name(), Value::from(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.insert(field.name().into(), Value::from(value));
+        self.set(field.name(), Value::from(value));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().into(), Value::from(format!("{value:?}")));
+        self.set(field.name(), Value::from(format!("{value:?}")));
     }
 }
 
 /// The human line of an event; alerts, errors and faults stay JSON in either format
 /// (an operator's tools pick them out).
-fn text(v: &Map<String, Value>) -> String {
+fn text(v: &Line) -> String {
     let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
     let n = |k: &str| v.get(k).map(|x| x.to_string()).unwrap_or_default();
     match s("event") {
@@ -144,7 +173,7 @@ fn text(v: &Map<String, Value>) -> String {
             push_failure(&mut line, s);
             line
         }
-        _ => Value::Object(v.clone()).to_string(),
+        _ => v.json(),
     }
 }
 
