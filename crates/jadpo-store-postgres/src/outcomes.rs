@@ -5,6 +5,7 @@ use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
 use super::unnest::Columns;
 use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, q, state_of};
+use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure};
@@ -224,21 +225,34 @@ pub(super) fn record(
     Ok(written)
 }
 
+/// What an operator's retry or skip of delivery `id` is decided from: its state
+/// as stored (the update's guard), that state read, and its attempts; `None`
+/// when there is no such delivery.
+fn operator_subject(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    id: i64,
+) -> Result<Option<(String, DeliveryState, u32)>, StoreError> {
+    let Some(row) =
+        tx.query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id]).map_err(pg_error)?
+    else {
+        return Ok(None);
+    };
+    let seen: String = col(&row, "state")?;
+    let state = state_of(&seen)?;
+    let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
+    Ok(Some((seen, state, attempts)))
+}
+
 /// An operator's skip of each id: ended `skipped` where the core allows it.
 pub(super) fn skip(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
-        let row = tx
-            .query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id])
-            .map_err(pg_error)?;
-        let Some(row) = row else {
+        let Some((seen, state, attempts)) = operator_subject(&mut tx, s, id)? else {
             results.push(SkipResult::NotFound);
             continue;
         };
-        let seen: String = col(&row, "state")?;
-        let state = state_of(&seen)?;
-        let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
         let Some(ended) = rules::operator_skip(&jadpo_core::store::retry_subject(state, attempts, now_ms)) else {
             results.push(SkipResult::NotSkippable(state));
             continue;
@@ -263,16 +277,10 @@ pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> R
     let mut tx = client.transaction().map_err(pg_error)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
-        let row = tx
-            .query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id])
-            .map_err(pg_error)?;
-        let Some(row) = row else {
+        let Some((seen, state, attempts)) = operator_subject(&mut tx, s, id)? else {
             results.push(RetryResult::NotFound);
             continue;
         };
-        let seen: String = col(&row, "state")?;
-        let state = state_of(&seen)?;
-        let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
         let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
         let Some(fresh) = rules::operator_retry(&record, now_ms) else {
             results.push(RetryResult::NotRetryable(state));

@@ -6,7 +6,6 @@ use super::{Cx, Lower};
 use crate::diagnostic::Diagnostic;
 use crate::program::{self as p, BaseType, Type};
 use crate::registry::Code;
-use crate::suggest::did_you_mean;
 use crate::words::plural;
 use jadpo_syntax::ast::{DeclKind, Name, Value, ValueKind};
 
@@ -105,23 +104,7 @@ impl<'a> Cx<'_, 'a> {
                 self.refer_field(file, Some(event), field.text, field.span);
                 let fields = self.types[event].clone()?;
                 let Some((_, ty)) = fields.iter().find(|(n, _)| *n == field.text) else {
-                    let (_, edecl) = self.decls[event];
-                    let help = did_you_mean(field.text, fields.iter().map(|(n, _)| *n)).unwrap_or_else(|| {
-                        format!(
-                            "`{}` has the fields {}",
-                            edecl.name.text,
-                            fields.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-                        )
-                    });
-                    self.push(
-                        Diagnostic::new(
-                            Code::RunUnknownField,
-                            file,
-                            field.span,
-                            format!("the event `{}` has no field `{}`", edecl.name.text, field.text),
-                        )
-                        .help(help),
-                    );
+                    self.unknown_field(file, event, field, &fields, Code::RunUnknownField);
                     return None;
                 };
                 ((*ty)?, p::Arg::Field(self.owned(field.text)))

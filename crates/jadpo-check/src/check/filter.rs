@@ -60,7 +60,9 @@ impl<'a> Cx<'_, 'a> {
         }
     }
 
-    fn unknown_field(
+    /// `field` is not a field of `event` (whose fields are `fields`): `code`
+    /// at the field's span, with the closest name or the event's fields.
+    pub(super) fn unknown_field(
         &mut self,
         file: usize,
         event: usize,
