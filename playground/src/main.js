@@ -38,6 +38,7 @@ function checkNow(text) {
   const toPos = byteOffsets(text);
   lastCheck = { text, report, ms };
   renderProblems(report, toPos);
+  status.textContent = `Checked in ${ms < 1 ? ms.toFixed(2) : ms.toFixed(1)} ms.`;
   return report.diagnostics.map((d) => ({
     from: toPos(d.start.offset),
     to: toPos(d.end.offset),
@@ -155,7 +156,7 @@ function runTests() {
           el("button", { type: "button", class: "link", onclick: line }, test.name)),
         test.failure ? el("pre", { class: "failure" }, test.failure.text) : null,
         test.trace_error ? el("p", { class: "error-text" }, test.trace_error) : null,
-        timeline(test)),
+        timeline(test, out.clientWidth)),
     );
   }
   out.append(el("p", { class: "tests-summary", role: "status" }, r.summary));
@@ -253,7 +254,6 @@ async function main() {
   showPlanAt(view.state.doc.toString(), 0);
   window.jadpoPlayground = { view, measureCheck, examples, lastCheck: () => lastCheck };
   document.body.dataset.ready = "true";
-  status.textContent = "Ready.";
 }
 
 main().catch((e) => {

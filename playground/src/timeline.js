@@ -5,8 +5,7 @@
 // attempt's exact time, connection and outcome, for reading and for screen readers.
 
 const SVG = "http://www.w3.org/2000/svg";
-const W = 600;
-const ROW = 40;
+const ROW = 20;
 const PAD = 8;
 
 function svg(tag, attrs = {}, text) {
@@ -28,8 +27,10 @@ function outcomeText(a) {
   return a.kind ? `${a.kind}${a.code ? ` (${a.code})` : ""}` : a.outcome;
 }
 
-/** The timeline of one test's report (crates/jadpo-wasm's TestReport). */
-export function timeline(test) {
+/** The timeline of one test's report (crates/jadpo-wasm's TestReport), drawn
+ * `width` pixels wide (its text keeps its size at any width). */
+export function timeline(test, width) {
+  const W = Math.max(240, Math.min(1000, Math.round(width) || 600));
   const wrap = h("div", { class: "timeline" });
   if (test.deliveries.length === 0) {
     wrap.append(h("p", { class: "hint" }, "No deliveries were made."));
@@ -37,20 +38,20 @@ export function timeline(test) {
   }
   const endS = Math.max(1, test.end_ms / 1000, ...test.deliveries.flatMap((d) => d.attempts.map((a) => (a.started_at_ms + a.duration_ms) / 1000)));
   const x = (ms) => PAD + ((W - 2 * PAD) * Math.log1p(Math.max(0, ms) / 1000)) / Math.log1p(endS);
-  const height = test.deliveries.length * ROW + 22;
-  const chart = svg("svg", {
-    viewBox: `0 0 ${W} ${height}`,
+  const chart = h("div", {
     class: "timeline-chart",
     role: "img",
     "aria-label": `Attempts of "${test.name}" on virtual time, from +0s to ${test.end}`,
   });
-  test.deliveries.forEach((d, i) => {
-    const y = i * ROW + 18;
-    chart.append(svg("text", { x: PAD, y: y - 2, class: "row-label" }, `${d.subscriber} → ${d.connection}: ${d.state}`));
-    chart.append(svg("line", { x1: PAD, x2: W - PAD, y1: y + 8, y2: y + 8, class: "row-line" }));
+  for (const d of test.deliveries) {
+    // The label is text of the page, so that it wraps on a narrow screen.
+    chart.append(h("p", { class: "row-label" }, `${d.subscriber} → ${d.connection}: ${d.state}`));
+    const row = svg("svg", { viewBox: `0 0 ${W} ${ROW}`, class: "timeline-row", "data-delivery": d.id });
+    const y = 2;
+    row.append(svg("line", { x1: PAD, x2: W - PAD, y1: y + 8, y2: y + 8, class: "row-line" }));
     const emit = svg("path", { d: `M${x(d.created_at_ms)} ${y + 2} l4 6 l-4 6 l-4 -6 z`, class: "emit" });
     emit.append(svg("title", {}, `${d.event} emitted at +${d.created_at_ms / 1000}s`));
-    chart.append(emit);
+    row.append(emit);
     for (const a of d.attempts) {
       const x0 = x(a.started_at_ms);
       const x1 = Math.max(x0 + 6, x(a.started_at_ms + a.duration_ms));
@@ -60,12 +61,11 @@ export function timeline(test) {
         "data-attempt": a.attempt,
       });
       mark.append(svg("title", {}, `attempt ${a.attempt} at ${a.at}: ${outcomeText(a)}`));
-      chart.append(mark);
+      row.append(mark);
     }
-  });
-  const axisY = height - 4;
-  chart.append(svg("text", { x: PAD, y: axisY, class: "axis" }, "+0s"));
-  chart.append(svg("text", { x: W - PAD, y: axisY, class: "axis end" }, `${test.end} (log scale)`));
+    chart.append(row);
+  }
+  chart.append(h("p", { class: "axis" }, h("span", {}, "+0s"), h("span", {}, `${test.end} (log scale)`)));
   wrap.append(chart);
 
   const table = h("table", { class: "attempts" },
