@@ -76,11 +76,18 @@ function showPlanAt(text, pos) {
   const h = JSON.parse(jadpo.hover(text, utf16ToByte(text, pos)));
   const out = $("plan");
   if (!h) {
-    if (!out.dataset.subscriber) return;
+    // A plan is known only for a program that checks.
+    const errors = JSON.parse(jadpo.check(text)).summary.errors;
+    const hint = errors > 0
+      ? `The plan shows once the program checks: fix its ${errors === 1 ? "error" : `${errors} errors`} first.`
+      : "Put the cursor in a subscriber to see the plan of its attempts.";
+    if (out.dataset.hint === hint && !out.dataset.subscriber) return;
     out.dataset.subscriber = "";
-    out.replaceChildren(el("p", { class: "hint" }, "Put the cursor in a subscriber to see the plan of its attempts."));
+    out.dataset.hint = hint;
+    out.replaceChildren(el("p", { class: "hint" }, hint));
     return;
   }
+  out.dataset.hint = "";
   if (out.dataset.subscriber === h.subscriber && out.dataset.text === h.plan.text) return;
   out.dataset.subscriber = h.subscriber;
   out.dataset.text = h.plan.text;

@@ -149,6 +149,21 @@ check("a typed mistake shows its diagnostic and code where jadpoc check puts it,
   assert.equal(await docText(page), payments);
 });
 
+check("on a line after non-ASCII text, the mark is on the right characters", async ({ page }) => {
+  // Byte offsets (the checker's) against UTF-16 positions (the editor's): `é` is
+  // two bytes, `☕` three and `😀` four bytes and two UTF-16 units.
+  await setDoc(page, "// café ☕ and 😀 before\nevent E {\n    id: strin // é\n}\n");
+  const item = await until("the unknown type", () => page.$('#problems li[data-code="event.type_unknown"]'));
+  assert.equal(await item.$eval(".where", (e) => e.textContent), "3:9");
+  const marks = await until("two marks", async () => {
+    const m = await page.$$eval(".cm-lintRange", (l) => l.map((e) => e.textContent));
+    return m.length === 2 && m;
+  });
+  assert.deepEqual(marks, ["E", "strin"]);
+  await setDoc(page, payments);
+  await until("the payments example to check clean again", async () => (await summary(page)) === "0 errors, 0 warnings");
+});
+
 check("hover and the side panel show a subscriber's plan", async ({ page }) => {
   const pos = await page.evaluate(() => {
     const v = window.jadpoPlayground.view;
@@ -169,6 +184,13 @@ check("hover and the side panel show a subscriber's plan", async ({ page }) => {
   // Elsewhere (an event), the panel says what to do.
   await select(page, "PaymentRefunded");
   await until("the panel's hint", async () => /Put the cursor in a subscriber/.test(await page.textContent("#plan")));
+  // While the program has an error, it says the plan waits for it.
+  await select(page, "event.payment_id", "event.".length);
+  await page.keyboard.type("paymentid");
+  await select(page, "record_payment_webhook {");
+  await until("the panel's note on errors", async () => (await page.textContent("#plan")) === "The plan shows once the program checks: fix its error first.");
+  await setDoc(page, payments);
+  await until("the payments example to check clean again", async () => (await summary(page)) === "0 errors, 0 warnings");
 });
 
 check("Format shows the canonical layout and applies it", async ({ page }) => {
