@@ -241,6 +241,22 @@ check("Run tests shows each test and its attempts on a timeline", async ({ page 
   assert.equal(await failed.$$eval("rect.attempt", (r) => r.length), 6);
 });
 
+check("the scenario suites run in the page as jadpoc test runs them: every test passes", async ({ page }) => {
+  // tests/scenarios/ (breakers, schedules, Retry-After, operator retries, ...) and
+  // tests/scenarios_builtin/, each one program, pasted into the buffer.
+  for (const dir of ["tests/scenarios", "tests/scenarios_builtin"]) {
+    const files = fs.readdirSync(path.join(repo, dir)).filter((f) => f.endsWith(".jadpo")).sort();
+    const text = files.map((f) => read(`${dir}/${f}`)).join("\n");
+    const count = (text.match(/^test "/gm) || []).length;
+    assert.ok(count >= 5, `${dir} has ${count} tests`);
+    await setDoc(page, text);
+    await page.evaluate(() => document.querySelector(".tests-summary")?.remove()); // no earlier run's
+    await page.click("#run");
+    await until(`${dir}'s tests`, async () => (await page.textContent(".tests-summary").catch(() => "")) === `${count} passed, 0 failed`);
+    assert.equal(await page.$$eval(".test.passed", (l) => l.length), count);
+  }
+});
+
 check("an example is one choice away", async ({ page }) => {
   await page.selectOption("#example", "orders");
   await until("the orders example", async () => (await docText(page)) === read("examples/orders.jadpo"));
