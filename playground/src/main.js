@@ -30,10 +30,24 @@ function el(tag, attrs = {}, ...children) {
 let view;
 let lastCheck = null;
 
+/** A call into the wasm module: its JSON answer parsed, or `fallback` (with the
+ * failure said in the status line) if the module failed, which is a defect. */
+function ask(what, fallback, ...args) {
+  try {
+    return JSON.parse(jadpo[what](...args));
+  } catch (e) {
+    status.textContent = `jadpo's ${what} failed: ${e}. Please report it with the program.`;
+    status.classList.add("error-text");
+    return fallback;
+  }
+}
+
+const NO_CHECK = { diagnostics: [], summary: { errors: 0, warnings: 0, files: 1 } };
+
 /** The buffer checked: CodeMirror's diagnostics, the problems list, the counts. */
 function checkNow(text) {
   const t0 = performance.now();
-  const report = JSON.parse(jadpo.check(text));
+  const report = ask("check", NO_CHECK, text);
   const ms = performance.now() - t0;
   const toPos = byteOffsets(text);
   lastCheck = { text, report, ms };
@@ -73,11 +87,11 @@ function renderProblems(report, toPos) {
 
 /** The plan of the subscriber at the cursor, in the side panel. */
 function showPlanAt(text, pos) {
-  const h = JSON.parse(jadpo.hover(text, utf16ToByte(text, pos)));
+  const h = ask("hover", null, text, utf16ToByte(text, pos));
   const out = $("plan");
   if (!h) {
     // A plan is known only for a program that checks.
-    const errors = JSON.parse(jadpo.check(text)).summary.errors;
+    const errors = ask("check", NO_CHECK, text).summary.errors;
     const hint = errors > 0
       ? `The plan shows once the program checks: fix its ${errors === 1 ? "error" : `${errors} errors`} first.`
       : "Put the cursor in a subscriber to see the plan of its attempts.";
@@ -96,7 +110,7 @@ function showPlanAt(text, pos) {
 
 const planHover = hoverTooltip((v, pos) => {
   const text = v.state.doc.toString();
-  const h = JSON.parse(jadpo.hover(text, utf16ToByte(text, pos)));
+  const h = ask("hover", null, text, utf16ToByte(text, pos));
   if (!h) return null;
   const toPos = byteOffsets(text);
   return {
@@ -116,7 +130,7 @@ function setText(text) {
 /** The formatter: its text beside a button that applies it. */
 function formatBuffer() {
   const text = view.state.doc.toString();
-  const r = JSON.parse(jadpo.format(text));
+  const r = ask("format", { ok: false, message: "The formatter failed." }, text);
   const out = $("format-result");
   out.hidden = false;
   if (!r.ok) {
@@ -141,9 +155,14 @@ function formatBuffer() {
 /** Every test block in virtual time, each with its attempts on a timeline. */
 function runTests() {
   const text = view.state.doc.toString();
-  const seed = BigInt($("seed").value || "0");
-  const r = JSON.parse(jadpo.run_tests(text, seed));
   const out = $("tests");
+  const written = $("seed").value.trim() || "0";
+  if (!/^[0-9]+$/.test(written) || BigInt(written) > 0xffffffffffffffffn) {
+    out.replaceChildren(el("p", { class: "error-text", role: "alert" }, "The seed is a whole number from 0 to 18446744073709551615."));
+    return;
+  }
+  const seed = BigInt(written);
+  const r = ask("run_tests", { ok: false, message: "The test runner failed." }, text, seed);
   out.replaceChildren();
   if (!r.ok) {
     out.append(el("p", { class: "error-text", role: "alert" }, r.message));

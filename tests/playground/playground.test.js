@@ -231,6 +231,15 @@ check("Run tests shows each test and its attempts on a timeline", async ({ page 
   const xs = await first.$$eval("rect.attempt", (r) => r.map((e) => Number(e.getAttribute("x"))));
   assert.ok(xs.every((x, i) => i === 0 || x > xs[i - 1]), `attempts in time order: ${xs}`);
   await page.screenshot({ path: path.join(shots, "tests.png"), fullPage: true });
+  // Another seed runs the same tests (testing.md: they hold whatever the jitter);
+  // a seed that is not a whole number is refused.
+  await page.fill("#seed", "-1");
+  await page.click("#run");
+  await until("the seed's refusal", async () => /^The seed is a whole number/.test(await page.textContent("#tests")));
+  await page.fill("#seed", "7");
+  await page.click("#run");
+  await until("the run under seed 7", async () => (await page.textContent("#tests .tests-summary").catch(() => "")) === "3 passed, 0 failed");
+  await page.fill("#seed", "0");
   // A wrong expectation fails, naming what differed, with its timeline still drawn.
   await setDoc(page, payments.replace("state: succeeded, attempts: 6", "state: succeeded, attempts: 5"));
   await page.click("#run");
