@@ -90,22 +90,23 @@ function showPlanAt(text, pos) {
   const h = ask("hover", null, text, utf16ToByte(text, pos));
   const out = $("plan");
   if (!h) {
-    // A plan is known only for a program that checks.
-    const errors = ask("check", NO_CHECK, text).summary.errors;
-    const hint = errors > 0
-      ? `The plan shows once the program checks: fix its ${errors === 1 ? "error" : `${errors} errors`} first.`
-      : "Put the cursor in a subscriber to see the plan of its attempts.";
-    if (out.dataset.hint === hint && !out.dataset.subscriber) return;
+    if (!out.dataset.subscriber) return;
     out.dataset.subscriber = "";
-    out.dataset.hint = hint;
-    out.replaceChildren(el("p", { class: "hint" }, hint));
+    out.dataset.text = "";
+    out.replaceChildren(el("p", { class: "hint" }, "Put the cursor in a subscriber to see the plan of its attempts."));
     return;
   }
-  out.dataset.hint = "";
   if (out.dataset.subscriber === h.subscriber && out.dataset.text === h.plan.text) return;
   out.dataset.subscriber = h.subscriber;
   out.dataset.text = h.plan.text;
-  out.replaceChildren(el("pre", { class: "plan-text" }, h.plan.text));
+  out.replaceChildren(el("pre", { class: "plan-text" }, h.plan.text), uncheckedNote(h));
+}
+
+/** What a plan leaves out while the program does not check. */
+function uncheckedNote(h) {
+  if (h.checked) return null;
+  return el("p", { class: "hint unchecked" },
+    "The program has errors: this is the budget its retry: writes; its connection's rate and ordering show once it checks.");
 }
 
 const planHover = hoverTooltip((v, pos) => {
@@ -117,7 +118,7 @@ const planHover = hoverTooltip((v, pos) => {
     pos: toPos(h.start),
     end: toPos(h.end),
     above: true,
-    create: () => ({ dom: el("div", { class: "hover-plan" }, el("pre", {}, h.plan.text)) }),
+    create: () => ({ dom: el("div", { class: "hover-plan" }, el("pre", {}, h.plan.text), uncheckedNote(h)) }),
   };
 });
 

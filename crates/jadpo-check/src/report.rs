@@ -5,7 +5,7 @@
 
 use crate::budget::{PlanRow, attempts_that_fit, plan};
 use crate::diagnostic::{LineIndex, Position, SourceFile};
-use crate::program::{Program, Rate};
+use crate::program::{Budget, Program, Rate};
 use crate::{Checked, format_duration_spaced};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -136,7 +136,19 @@ fn connection_rate(program: &Program, subscriber: usize) -> Option<Rate> {
 /// The plan of subscriber `i` of `program` (None when there is no such subscriber).
 pub fn subscriber_plan(program: &Program, i: usize) -> Option<SubscriberPlan> {
     let s = program.subscribers.get(i)?;
-    let b = s.budget;
+    let mut plan = budget_plan(&s.name, s.budget);
+    plan.rate = connection_rate(program, i).map(|r| RateReport {
+        rate: r.written(),
+        burst: r.burst,
+        drain_10000_s: r.drain_ms(PLAN_BACKLOG) as f64 / 1000.0,
+    });
+    plan.order_by = s.order_by.clone();
+    Some(plan)
+}
+
+/// The plan of a subscriber named `name` with `budget`, its connection's rate and
+/// its ordering left out (an editor shows this much while the program has errors).
+pub fn budget_plan(name: &str, b: Budget) -> SubscriberPlan {
     let rows = plan(b.attempts, b.within_ms)
         .iter()
         .map(|r| PlanRowReport {
@@ -147,21 +159,17 @@ pub fn subscriber_plan(program: &Program, i: usize) -> Option<SubscriberPlan> {
             latest_s: secs(r.latest_ms),
         })
         .collect();
-    Some(SubscriberPlan {
-        subscriber: s.name.clone(),
+    SubscriberPlan {
+        subscriber: name.to_string(),
         attempts: b.attempts,
         within_s: secs(b.within_ms),
         default_attempts: b.default_attempts,
         default_within: b.default_within,
         fits: attempts_that_fit(b.attempts, b.within_ms),
         rows,
-        rate: connection_rate(program, i).map(|r| RateReport {
-            rate: r.written(),
-            burst: r.burst,
-            drain_10000_s: r.drain_ms(PLAN_BACKLOG) as f64 / 1000.0,
-        }),
-        order_by: s.order_by.clone(),
-    })
+        rate: None,
+        order_by: None,
+    }
 }
 
 /// The plan of subscriber `i` of `program` as `jadpoc plan` prints it for people:
@@ -169,11 +177,22 @@ pub fn subscriber_plan(program: &Program, i: usize) -> Option<SubscriberPlan> {
 /// is no such subscriber).
 pub fn subscriber_plan_text(program: &Program, i: usize) -> String {
     let Some(s) = program.subscribers.get(i) else { return String::new() };
-    let b = s.budget;
+    let mut out = budget_plan_text(&s.name, s.budget);
+    if let Some(rate) = connection_rate(program, i) {
+        let _ = writeln!(out, "its connection's rate: {}", rate.backlog_words(PLAN_BACKLOG));
+    }
+    if let Some(key) = &s.order_by {
+        let _ = writeln!(out, "one `{key}` at a time: a delivery waits while an earlier one of its key has not ended");
+    }
+    out
+}
+
+/// The budget's part of [`subscriber_plan_text`], for a subscriber named `name`.
+pub fn budget_plan_text(name: &str, b: Budget) -> String {
     let default = |d: bool| if d { " (default)" } else { "" };
     let mut out = format!(
         "{}: {} attempts{} within {}{}\n\n",
-        s.name,
+        name,
         b.attempts,
         default(b.default_attempts),
         format_duration_spaced(b.within_ms),
@@ -229,12 +248,6 @@ pub fn subscriber_plan_text(program: &Program, i: usize) -> String {
             );
         }
         _ => {}
-    }
-    if let Some(rate) = connection_rate(program, i) {
-        let _ = writeln!(out, "its connection's rate: {}", rate.backlog_words(PLAN_BACKLOG));
-    }
-    if let Some(key) = &s.order_by {
-        let _ = writeln!(out, "one `{key}` at a time: a delivery waits while an earlier one of its key has not ended");
     }
     out
 }

@@ -11,12 +11,15 @@
 pub mod wasm;
 
 use jadpo_check::program::Program;
-use jadpo_check::report::{CheckReport, SubscriberPlan, check_report, subscriber_plan, subscriber_plan_text};
+use jadpo_check::report::{
+    CheckReport, SubscriberPlan, budget_plan, budget_plan_text, check_report, subscriber_plan, subscriber_plan_text,
+};
 use jadpo_check::{Checked, Lower, SourceFile, SymbolKind, plural};
 use jadpo_core::clock::format_offset;
 use jadpo_core::scenario::{START_MS, TracedRun, run_test_traced};
 use jadpo_core::store::{AttemptView, DeliveryView, Store};
 use jadpo_store_sqlite::SqliteStore;
+use jadpo_syntax::ast::DeclKind;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -120,14 +123,19 @@ pub struct Hover {
     pub end: u32,
     pub subscriber: String,
     pub plan: PlanView,
+    /// Whether the program checks. When it does not, the plan is the budget its
+    /// subscriber's `retry:` writes, without its connection's rate or ordering.
+    pub checked: bool,
 }
 
 /// The plan of the subscriber under byte offset `offset`: on its name, on a
 /// reference to it (a test's `expect` or `retry`), or anywhere else in its
-/// declaration that names nothing else. None elsewhere, and while the program
-/// does not check (its plan is not known then).
+/// declaration that names nothing else. None elsewhere, and when its `retry:` is
+/// not valid.
 pub fn hover(text: &str, offset: u32) -> Option<Hover> {
-    let (checked, program) = program(text).ok()?;
+    let files = sources(text);
+    let mut checked = jadpo_check::check(&files, Lower::Yes);
+    // The symbol index is built by every check, errors or not.
     let index = &checked.index;
     let (def, start, end) = match index.symbol_at(0, offset) {
         Some(id) => {
@@ -146,8 +154,19 @@ pub fn hover(text: &str, offset: u32) -> Option<Hover> {
             (def, offset, offset)
         }
     };
-    let i = program.subscriber(&def.name)?;
-    Some(Hover { start, end, subscriber: def.name.clone(), plan: plan_view(&program, i)? })
+    let subscriber = def.name.clone();
+    let name_span = def.name_span;
+    let (plan, checked) = match checked.program.take() {
+        Some(program) => (plan_view(&program, program.subscriber(&subscriber)?)?, true),
+        None => {
+            let parsed = jadpo_syntax::parse(text);
+            let decl = parsed.file.decls.iter().find(|d| d.kind == DeclKind::Subscriber && d.name.span == name_span)?;
+            let budget = jadpo_check::budget::declared(decl)?;
+            let view = PlanView { plan: budget_plan(&subscriber, budget), text: budget_plan_text(&subscriber, budget) };
+            (view, false)
+        }
+    };
+    Some(Hover { start, end, subscriber, plan, checked })
 }
 
 /// One attempt on a test's timeline.

@@ -140,10 +140,20 @@ fn hover_gives_the_plan_of_the_subscriber_under_the_cursor() {
     assert_eq!((h.subscriber.as_str(), h.start), ("record_payment_webhook", expect));
     // On an event's declaration: nothing.
     assert!(hover(&text, offset_of(&text, "event PaymentReceived") + 8).is_none());
-    // While the program has errors: nothing (its plan is not known).
+    assert!(h.checked);
+    // While the program has an error elsewhere: the budget its `retry:` writes.
     let broken = text.replacen("event.payment_id", "event.paymentid", 1);
-    assert!(hover(&broken, at).is_none());
-    assert_eq!(wasm::hover(&broken, at), "null");
+    let h = hover(&broken, at).expect("a hover while the program has errors");
+    assert!(!h.checked);
+    assert_eq!(
+        (h.subscriber.as_str(), h.plan.plan.attempts, h.plan.plan.rows.len()),
+        ("record_payment_webhook", 20, 20)
+    );
+    assert_eq!(h.plan.text, plan(&text, Some("record_payment_webhook")).plans[0].text);
+    // A `retry:` that is not valid has no plan.
+    let invalid = broken.replacen("attempts: 20", "attempts: 0", 1);
+    assert!(hover(&invalid, at).is_none());
+    assert_eq!(wasm::hover(&invalid, at), "null");
 }
 
 #[test]
