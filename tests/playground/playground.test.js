@@ -110,6 +110,8 @@ check("the page loads the wasm and checks the payments example clean", async ({ 
   assert.equal(await docText(page), payments);
   await until("the check's summary", async () => (await summary(page)) === "0 errors, 0 warnings");
   assert.equal(await page.$$eval("#problems li", (l) => l.length), 0);
+  const first = await page.evaluate(() => window.jadpoPlayground.lastCheck().ms);
+  console.log(`figures: the first check after the page loads (payments with its tests): ${first.toFixed(1)} ms`);
   // Highlighting: the grammar's declaration keyword and a duration are coloured.
   const kinds = await page.$$eval(".cm-line span", (spans) => spans.map((s) => [s.textContent, getComputedStyle(s).color]));
   const colour = (word) => kinds.find(([t]) => t === word)?.[1];
