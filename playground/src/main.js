@@ -96,9 +96,10 @@ function showPlanAt(text, pos) {
     out.replaceChildren(el("p", { class: "hint" }, "Put the cursor in a subscriber to see the plan of its attempts."));
     return;
   }
-  if (out.dataset.subscriber === h.subscriber && out.dataset.text === h.plan.text) return;
+  const shown = `${h.checked}\n${h.plan.text}`;
+  if (out.dataset.subscriber === h.subscriber && out.dataset.text === shown) return;
   out.dataset.subscriber = h.subscriber;
-  out.dataset.text = h.plan.text;
+  out.dataset.text = shown;
   out.replaceChildren(el("pre", { class: "plan-text" }, h.plan.text), uncheckedNote(h));
 }
 

@@ -195,8 +195,15 @@ check("hover and the side panel show a subscriber's plan", async ({ page }) => {
     const text = await page.textContent("#plan");
     return /^record_payment_webhook: 20 attempts within 3d\n/.test(text) && /The program has errors: this is the budget its retry: writes/.test(text);
   });
-  await setDoc(page, payments);
-  await until("the payments example to check clean again", async () => (await summary(page)) === "0 errors, 0 warnings");
+  // Fixed, with the cursor still in the subscriber: the note goes.
+  await select(page, "paymentid");
+  await page.keyboard.type("payment_id");
+  await select(page, "record_payment_webhook {");
+  await until("the plan without its note", async () => {
+    const text = await page.textContent("#plan");
+    return /^record_payment_webhook: 20 attempts within 3d\n/.test(text) && !/The program has errors/.test(text);
+  });
+  assert.equal(await docText(page), payments);
 });
 
 check("Format shows the canonical layout and applies it", async ({ page }) => {
