@@ -80,7 +80,12 @@ function renderProblems(report, toPos) {
           el("code", { class: "code" }, d.code)),
         " ",
         el("span", { class: "message" }, d.message),
-        d.help ? el("div", { class: "help" }, `help: ${d.help}`) : null),
+        d.help ? el("div", { class: "help" }, `help: ${d.help}`) : null,
+        ...d.labels.map((l) => el("div", { class: "label" },
+          el("button", { type: "button", class: "link", onclick: () => {
+            view.dispatch({ selection: { anchor: toPos(l.start.offset) }, scrollIntoView: true });
+            view.focus();
+          } }, `${l.start.line}:${l.start.column}`), ` ${l.message}`))),
     );
   }
 }

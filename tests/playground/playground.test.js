@@ -151,6 +151,21 @@ check("a typed mistake shows its diagnostic and code where jadpoc check puts it,
   assert.equal(await docText(page), payments);
 });
 
+check("a diagnostic's other places are listed with it", async ({ page }) => {
+  // tests/check/name_duplicate.jadpo: `jadpoc check` reports 19:12 name.duplicate,
+  // labelled "first declared here" at 14:12.
+  await setDoc(page, read("tests/check/name_duplicate.jadpo"));
+  const item = await until("the duplicate", () => page.$('#problems li[data-code="name.duplicate"]'));
+  assert.equal(await item.$eval(".where", (e) => e.textContent), "19:12");
+  assert.equal(await item.$eval(".label", (e) => e.textContent), "14:12 first declared here");
+  await item.$eval(".label button", (b) => b.click());
+  const line = await page.evaluate(() => {
+    const v = window.jadpoPlayground.view;
+    return v.state.doc.lineAt(v.state.selection.main.head).number;
+  });
+  assert.equal(line, 14);
+});
+
 check("on a line after non-ASCII text, the mark is on the right characters", async ({ page }) => {
   // Byte offsets (the checker's) against UTF-16 positions (the editor's): `é` is
   // two bytes, `☕` three and `😀` four bytes and two UTF-16 units.
