@@ -83,6 +83,38 @@ pub fn attempts_that_fit(attempts: u32, within_ms: u64) -> u32 {
     fit
 }
 
+/// The budget a subscriber's declaration writes, defaults filled in, when its
+/// `retry:` is valid (the checker reports it otherwise, and there is no plan to
+/// show). Read from the syntax alone, so that an editor can show it while the
+/// program has errors elsewhere.
+pub fn declared(decl: &jadpo_syntax::ast::Decl<'_>) -> Option<crate::program::Budget> {
+    use jadpo_syntax::ast::{Body, ValueKind};
+    let Body::Block { block, .. } = &decl.body else { return None };
+    let mut b = crate::program::Budget {
+        attempts: DEFAULT_ATTEMPTS,
+        within_ms: DEFAULT_WITHIN_MS,
+        default_attempts: true,
+        default_within: true,
+    };
+    let Some(retry) = block.get("retry") else { return Some(b) };
+    let ValueKind::Block(retry) = &retry.value.kind else { return None };
+    for entry in &retry.entries {
+        match (&*entry.key.text, &entry.value.kind) {
+            ("attempts", ValueKind::Int(n)) => {
+                let n = u32::try_from(*n).ok().filter(|n| (ATTEMPTS_RANGE.0..=ATTEMPTS_RANGE.1).contains(n))?;
+                b.attempts = n;
+                b.default_attempts = false;
+            }
+            ("within", ValueKind::Duration(ms)) if *ms > 0 && *ms <= MAX_WITHIN_MS => {
+                b.within_ms = *ms;
+                b.default_within = false;
+            }
+            _ => return None,
+        }
+    }
+    Some(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,7 +56,7 @@ impl Diagnostic {
 }
 
 /// A 1-based line and column (in Unicode scalar values) and the byte offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Position {
     pub line: u32,
     pub column: u32,

@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod index;
 pub mod program;
 pub mod registry;
+pub mod report;
 pub mod suggest;
 mod words;
 

@@ -327,6 +327,18 @@ impl Scenario {
         }
     }
 
+    /// Every delivery so far, oldest first, with its attempts.
+    pub fn all_deliveries(&self) -> Result<Vec<(DeliveryView, Vec<AttemptView>)>, StoreError> {
+        let mut out = Vec::new();
+        for d in self.store.deliveries(&DeliveryFilter::default())? {
+            if let Some(full) = self.store.delivery(d.id)? {
+                out.push(full);
+            }
+        }
+        out.sort_by_key(|(d, _)| d.id);
+        Ok(out)
+    }
+
     /// A connection's breaker (closed and never failed when it has no row).
     pub fn breaker(&self, connection: &str) -> Result<BreakerRow, StoreError> {
         Ok(self.store.breakers()?.into_iter().find(|b| b.connection == connection).map(|b| b.row).unwrap_or_default())
@@ -460,6 +472,10 @@ impl TestFailure {
 /// source seeded by `seed`.
 pub fn run_test(program: &Arc<Program>, test: &Test, seed: u64, store: Arc<dyn Store>) -> Result<(), TestFailure> {
     let mut scenario = Scenario::new(program.clone(), store, seed).map_err(TestFailure::at_start)?;
+    run_steps(&mut scenario, program, test)
+}
+
+fn run_steps(scenario: &mut Scenario, program: &Arc<Program>, test: &Test) -> Result<(), TestFailure> {
     for (i, step) in test.steps.iter().enumerate() {
         if let Err(detail) = scenario.step(step) {
             return Err(TestFailure {
@@ -471,4 +487,30 @@ pub fn run_test(program: &Arc<Program>, test: &Test, seed: u64, store: Arc<dyn S
         }
     }
     Ok(())
+}
+
+/// A test's run and what it left in its store: for a timeline of its attempts
+/// (the browser playground draws one).
+#[derive(Debug)]
+pub struct TracedRun {
+    /// What [`run_test`] returns.
+    pub result: Result<(), TestFailure>,
+    /// Virtual time when the run stopped (at its end, or at the failing step).
+    pub end_ms: i64,
+    /// Every delivery the run made, oldest first, with its attempts; or why the
+    /// store could not list them.
+    pub deliveries: Result<Vec<(DeliveryView, Vec<AttemptView>)>, StoreError>,
+}
+
+/// As [`run_test`], and then every delivery of the run with its attempts.
+pub fn run_test_traced(program: &Arc<Program>, test: &Test, seed: u64, store: Arc<dyn Store>) -> TracedRun {
+    let mut scenario = match Scenario::new(program.clone(), store, seed) {
+        Ok(s) => s,
+        Err(e) => {
+            return TracedRun { result: Err(TestFailure::at_start(e)), end_ms: START_MS, deliveries: Ok(Vec::new()) };
+        }
+    };
+    let result = run_steps(&mut scenario, program, test);
+    let deliveries = scenario.all_deliveries();
+    TracedRun { result, end_ms: scenario.now_ms(), deliveries }
 }

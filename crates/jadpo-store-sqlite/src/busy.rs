@@ -4,7 +4,12 @@
 use super::Error;
 use jadpo_core::store::StoreError;
 use rusqlite::{Connection, ErrorCode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// std's `Instant` panics on wasm32-unknown-unknown; web-time's is the browser's clock.
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+use std::time::Instant;
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
+use web_time::Instant;
 
 /// The longest SQLite's own busy handler waits inside one statement; past it the
 /// whole transaction is run again, until the store's lock wait is spent.

@@ -2,7 +2,7 @@
 //! SARIF for CI code scanning.
 
 use crate::args::plural;
-use jadpo_check::{Checked, Code, Diagnostic, LineIndex, Position, Severity, SourceFile};
+use jadpo_check::{Checked, Code, Diagnostic, LineIndex, Severity, SourceFile};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use serde_json::{Value, json};
 use std::io::IsTerminal;
@@ -73,44 +73,10 @@ pub fn summary(checked: &Checked, files: usize) -> String {
     )
 }
 
-fn position(p: Position) -> Value {
-    json!({"line": p.line, "column": p.column, "offset": p.offset})
-}
-
-/// The JSON document of language.md.
+/// The JSON document of language.md (its types are the checker's, shared with the
+/// playground).
 pub fn json(files: &[SourceFile], checked: &Checked) -> Value {
-    let index: Vec<LineIndex> = files.iter().map(|f| LineIndex::new(&f.text)).collect();
-    let diagnostics: Vec<Value> = checked
-        .diagnostics
-        .iter()
-        .map(|d| {
-            let at = &index[d.file];
-            let labels: Vec<Value> = d
-                .labels
-                .iter()
-                .map(|l| {
-                    let li = &index[l.file];
-                    json!({"message": l.message, "file": files[l.file].name,
-                           "start": position(li.position(l.span.start)), "end": position(li.position(l.span.end))})
-                })
-                .collect();
-            json!({
-                "code": d.code.as_str(),
-                "severity": d.severity().as_str(),
-                "message": d.message,
-                "help": d.help,
-                "file": files[d.file].name,
-                "start": position(at.position(d.span.start)),
-                "end": position(at.position(d.span.end)),
-                "labels": labels,
-            })
-        })
-        .collect();
-    json!({
-        "version": 1,
-        "diagnostics": diagnostics,
-        "summary": {"errors": checked.errors(), "warnings": checked.warnings(), "files": files.len()},
-    })
+    serde_json::to_value(jadpo_check::report::check_report(files, checked)).unwrap_or_default()
 }
 
 /// A code's help for SARIF: its documentation's prose, without the examples

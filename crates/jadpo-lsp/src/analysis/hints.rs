@@ -2,49 +2,13 @@
 //! its name when it has none.
 
 use super::Analysis;
-use jadpo_check::budget::{
-    ATTEMPTS_RANGE, DEFAULT_ATTEMPTS, DEFAULT_WITHIN_MS, MAX_WITHIN_MS, attempts_that_fit, plan,
-};
+use jadpo_check::budget::{attempts_that_fit, plan};
 use jadpo_check::format_duration;
-use jadpo_syntax::ast::{Body, Decl, DeclKind, Span, ValueKind};
+use jadpo_syntax::ast::{Body, DeclKind, Span};
 
-/// A subscriber's retry budget, defaults filled in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Budget {
-    pub attempts: u32,
-    pub within_ms: u64,
-    pub default_attempts: bool,
-    pub default_within: bool,
-}
-
-/// The budget a subscriber declares, when its `retry:` is valid (the checker reports
-/// it otherwise, and there is no plan to show).
-pub(crate) fn budget_of(decl: &Decl<'_>) -> Option<Budget> {
-    let Body::Block { block, .. } = &decl.body else { return None };
-    let mut b = Budget {
-        attempts: DEFAULT_ATTEMPTS,
-        within_ms: DEFAULT_WITHIN_MS,
-        default_attempts: true,
-        default_within: true,
-    };
-    let Some(retry) = block.get("retry") else { return Some(b) };
-    let ValueKind::Block(retry) = &retry.value.kind else { return None };
-    for entry in &retry.entries {
-        match (&*entry.key.text, &entry.value.kind) {
-            ("attempts", ValueKind::Int(n)) => {
-                let n = u32::try_from(*n).ok().filter(|n| (ATTEMPTS_RANGE.0..=ATTEMPTS_RANGE.1).contains(n))?;
-                b.attempts = n;
-                b.default_attempts = false;
-            }
-            ("within", ValueKind::Duration(ms)) if *ms > 0 && *ms <= MAX_WITHIN_MS => {
-                b.within_ms = *ms;
-                b.default_within = false;
-            }
-            _ => return None,
-        }
-    }
-    Some(b)
-}
+/// A subscriber's retry budget and the one its declaration writes: the checker's.
+pub(crate) use jadpo_check::budget::declared as budget_of;
+pub(crate) use jadpo_check::program::Budget;
 
 /// An inlay hint: a label shown at an offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +69,7 @@ pub(crate) fn rounded(ms: u64) -> String {
 mod tests {
     use super::super::test_util::analysis;
     use super::*;
+    use jadpo_check::budget::DEFAULT_WITHIN_MS;
 
     #[test]
     fn the_default_budget_in_short() {

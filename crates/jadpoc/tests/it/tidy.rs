@@ -364,6 +364,13 @@ const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
         ],
         &[],
     ),
+    // The browser playground's functions: the front end, the core and the SQLite
+    // store only, all of which build for wasm32-unknown-unknown.
+    (
+        "jadpo-wasm",
+        &["jadpo-check", "jadpo-core", "jadpo-fmt", "jadpo-store-sqlite", "jadpo-syntax"],
+        &["tokio", "postgres", "hyper", "rustls"],
+    ),
     // Tests' shared helpers: a dev-dependency only, so no crate above names it.
     ("jadpo-test-support", &["jadpo-check"], &["tokio", "rusqlite", "hyper"]),
 ];
