@@ -133,6 +133,23 @@ fn connection_rate(program: &Program, subscriber: usize) -> Option<Rate> {
     program.connections.get(action.connection)?.rate
 }
 
+/// The subscribers a plan is of: every one, or the one named (`Err` says there
+/// is none by that name, with the closest name there is).
+pub fn planned_subscribers(program: &Program, name: Option<&str>) -> Result<Vec<usize>, String> {
+    match name {
+        None => Ok((0..program.subscribers.len()).collect()),
+        Some(name) => match program.subscriber(name) {
+            Some(i) => Ok(vec![i]),
+            None => {
+                let names = program.subscribers.iter().map(|s| s.name.as_str());
+                let hint =
+                    crate::suggest::closest(name, names).map(|c| format!("; did you mean `{c}`?")).unwrap_or_default();
+                Err(format!("no subscriber is named `{name}`{hint}"))
+            }
+        },
+    }
+}
+
 /// The plan of subscriber `i` of `program` (None when there is no such subscriber).
 pub fn subscriber_plan(program: &Program, i: usize) -> Option<SubscriberPlan> {
     let s = program.subscribers.get(i)?;

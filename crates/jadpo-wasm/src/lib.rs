@@ -98,18 +98,9 @@ pub fn plan(text: &str, subscriber: Option<&str>) -> Plans {
         Ok(p) => p,
         Err(m) => return failed(m),
     };
-    let chosen: Vec<usize> = match subscriber {
-        None => (0..program.subscribers.len()).collect(),
-        Some(name) => match program.subscriber(name) {
-            Some(i) => vec![i],
-            None => {
-                let names = program.subscribers.iter().map(|s| s.name.as_str());
-                let hint = jadpo_check::suggest::closest(name, names)
-                    .map(|c| format!("; did you mean `{c}`?"))
-                    .unwrap_or_default();
-                return failed(format!("no subscriber is named `{name}`{hint}"));
-            }
-        },
+    let chosen = match jadpo_check::report::planned_subscribers(&program, subscriber) {
+        Ok(c) => c,
+        Err(m) => return failed(m),
     };
     Plans { ok: true, message: None, plans: chosen.iter().filter_map(|&i| plan_view(&program, i)).collect() }
 }

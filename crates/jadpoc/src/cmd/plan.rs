@@ -21,19 +21,12 @@ pub fn run(args: PlanArgs) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let chosen: Vec<usize> = match &args.subscriber {
-        None => (0..program.subscribers.len()).collect(),
-        Some(name) => match program.subscriber(name) {
-            Some(i) => vec![i],
-            None => {
-                let names = program.subscribers.iter().map(|s| s.name.as_str());
-                let hint = jadpo_check::suggest::closest(name, names)
-                    .map(|c| format!("; did you mean `{c}`?"))
-                    .unwrap_or_default();
-                eprintln!("jadpoc: no subscriber is named `{name}`{hint}");
-                return ExitCode::from(2);
-            }
-        },
+    let chosen = match jadpo_check::report::planned_subscribers(&program, args.subscriber.as_deref()) {
+        Ok(c) => c,
+        Err(m) => {
+            eprintln!("jadpoc: {m}");
+            return ExitCode::from(2);
+        }
     };
     let out = match args.format.format {
         Format::Text => chosen.iter().map(|&i| subscriber_plan_text(&program, i)).collect::<Vec<_>>().join("\n"),
