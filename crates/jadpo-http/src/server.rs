@@ -65,16 +65,28 @@ pub async fn serve<H, F>(
     let slots = Arc::new(Semaphore::new(max_connections.clamp(1, Semaphore::MAX_PERMITS)));
     let mut spare = Spare::open();
     let mut connections = JoinSet::new();
+    // Clients taken off the listener's queue once the stop has come: each is
+    // served one request after the loop (see the drain below).
+    let mut queued: Vec<TcpStream> = Vec::new();
     loop {
+        // The stop first: a slot freed by the stop itself (an idle connection
+        // closing) must not let the loop accept a client as if no stop had come,
+        // whose connection would then be shut before its request was read.
         let slot = tokio::select! {
-            s = slots.clone().acquire_owned() => match s { Ok(s) => s, Err(_) => break },
+            biased;
             _ = stop.wait_for(|s| *s) => break,
+            s = slots.clone().acquire_owned() => match s { Ok(s) => s, Err(_) => break },
         };
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            biased;
             _ = stop.wait_for(|s| *s) => break,
+            a = listener.accept() => a,
         };
         match accepted {
+            Ok((stream, _)) if *stop.borrow() => {
+                queued.push(stream);
+                break;
+            }
             Ok((stream, _)) => connect(&mut connections, stream, slot, &http, Some(&stop), &handler),
             Err(e) => {
                 let os = e.raw_os_error().unwrap_or(0);
@@ -97,17 +109,17 @@ pub async fn serve<H, F>(
     }
     // The clients already in the listener's queue are taken off it before it
     // closes, each served one request as slots free, rather than reset.
-    let mut queued = Vec::new();
     if let Ok(queue) = listener.into_std() {
         while let Ok((stream, _)) = queue.accept() {
-            queued.push(stream);
+            if let Ok(stream) = stream.set_nonblocking(true).and_then(|()| TcpStream::from_std(stream)) {
+                queued.push(stream);
+            }
         }
     }
     let mut once = http;
     once.keep_alive(false);
     for stream in queued {
         let Ok(slot) = slots.clone().acquire_owned().await else { break };
-        let Ok(stream) = stream.set_nonblocking(true).and_then(|()| TcpStream::from_std(stream)) else { continue };
         connect(&mut connections, stream, slot, &once, None, &handler);
     }
     while connections.join_next().await.is_some() {}
