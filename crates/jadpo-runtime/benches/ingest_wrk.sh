@@ -10,7 +10,10 @@
 # and then checks the store: every id wrk got in a 202 is stored, no id was
 # answered twice, and the store holds no event the run did not answer (beyond
 # those in flight when wrk stopped). Then, once the check passed, wrk's figure on
-# a line of its own, `requests/s: N (C connections)`, for scripts to read.
+# a line of its own, `requests/s: N (C connections)`, for scripts to read. Beside
+# it, the deliveries the claim loops made succeed while the load ran, and their
+# rate over the load's seconds: the ingest's group commit and the claims share
+# SQLite's one writer, and both rates show how it is shared.
 #
 # `KILL_AT=S` sends SIGINT to `jadpoc run` S seconds into the load instead, and
 # checks again that every acknowledged id is in the store.
@@ -92,13 +95,19 @@ for C in "${CONNS[@]}"; do
   RPS=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<< "$OUT")
   kill -INT $PID 2>/dev/null || true
   wait $PID || true
-  python3 - <<'PY'
-import sqlite3
+  python3 - "$SECONDS_" <<'PY'
+import sqlite3, sys
 acked = [int(l) for l in open("acked.txt") if l.strip()]
 stored = {r[0] for r in sqlite3.connect(".jadpo/outbox.db").execute("SELECT id FROM jadpo_events")}
 missing = [i for i in acked if i not in stored]
 dups = len(acked) - len(set(acked))
 print(f"check: {len(acked)} acknowledged, {len(stored)} stored, {len(missing)} acknowledged but missing, {dups} answered twice")
+# The other side of the single writer: what the claim loops delivered meanwhile.
+db = sqlite3.connect(".jadpo/outbox.db")
+made = db.execute("SELECT count(*) FROM jadpo_deliveries").fetchone()[0]
+done = db.execute("SELECT count(*) FROM jadpo_deliveries WHERE state = 'succeeded'").fetchone()[0]
+if made:
+    print(f"deliveries: {done} of {made} succeeded by the run's stop ({done / float(sys.argv[1]):.0f} deliveries/s over the load's seconds)")
 if missing or dups:
     raise SystemExit("FAILED: an acknowledged event is missing or an id was answered twice")
 PY
