@@ -8,7 +8,7 @@ use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure, Record};
 use jadpo_core::store::Raise;
 use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
-use rusqlite::{Connection, Transaction, TransactionBehavior, named_params, params};
+use rusqlite::{Connection, Statement, Transaction, TransactionBehavior, named_params, params};
 use std::collections::HashMap;
 
 /// A failure's short human reason, as the store keeps it.
@@ -23,6 +23,11 @@ pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> R
     Ok(ids)
 }
 
+/// The statement adding an attempt to a delivery's history.
+const INSERT_ATTEMPT: &str = "INSERT INTO jadpo_attempts \
+     (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status, reason) \
+     VALUES (:delivery, :attempt, :started, :duration, :outcome, :code, :kind, :status, :reason)";
+
 /// Add an attempt to a delivery's history: failed with `failure`, else succeeded.
 pub(super) fn insert_attempt(
     tx: &Transaction<'_>,
@@ -33,12 +38,22 @@ pub(super) fn insert_attempt(
     failure: Option<&Failure>,
     http_status: Option<u16>,
 ) -> Result<(), Error> {
-    tx.prepare_cached(
-        "INSERT INTO jadpo_attempts \
-         (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status, reason) \
-         VALUES (:delivery, :attempt, :started, :duration, :outcome, :code, :kind, :status, :reason)",
-    )?
-    .execute(named_params! {
+    let mut stmt = tx.prepare_cached(INSERT_ATTEMPT)?;
+    attempt_with(&mut stmt, delivery, attempt, started_at_ms, ended_at_ms, failure, http_status)
+}
+
+/// [`insert_attempt`] with its statement prepared already (a batch of outcomes
+/// looks it up once).
+fn attempt_with(
+    stmt: &mut Statement<'_>,
+    delivery: i64,
+    attempt: u32,
+    started_at_ms: i64,
+    ended_at_ms: i64,
+    failure: Option<&Failure>,
+    http_status: Option<u16>,
+) -> Result<(), Error> {
+    stmt.execute(named_params! {
         ":delivery": delivery,
         ":attempt": attempt,
         ":started": started_at_ms,
@@ -52,30 +67,40 @@ pub(super) fn insert_attempt(
     Ok(())
 }
 
-/// Write an attempt's decision on its delivery, only while the delivery is still
-/// `running` with this attempt from this claim (a claim that took the lease since
-/// owns it). Returns whether it did.
+/// The statement writing an attempt's decision on its delivery, guarded.
+const CONCLUDE: &str = "UPDATE jadpo_deliveries SET state = :state, due_at = :due_at, lease_until = NULL, \
+     last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
+     last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END, \
+     end_reason = :end_reason \
+     WHERE id = :id AND state = 'running' AND attempts = :attempt AND claimed_at = :claimed_at";
+
+/// The statement keeping a succeeded delivery's handled record.
+const INSERT_HANDLED: &str = "INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)";
+
+/// [`conclude_with`] on a statement of its own (the store's tests write one
+/// outcome at a time).
+#[cfg(test)]
 pub(super) fn conclude(tx: &Transaction<'_>, r: &Recorded) -> Result<bool, Error> {
+    let mut stmt = tx.prepare_cached(CONCLUDE)?;
+    conclude_with(&mut stmt, r)
+}
+
+/// Write an attempt's decision on its delivery with [`CONCLUDE`], only while the
+/// delivery is still `running` with this attempt from this claim (a claim that
+/// took the lease since owns it). Returns whether it did.
+fn conclude_with(stmt: &mut Statement<'_>, r: &Recorded) -> Result<bool, Error> {
     let failure = r.decision.failure();
-    let n = tx
-        .prepare_cached(
-            "UPDATE jadpo_deliveries SET state = :state, due_at = :due_at, lease_until = NULL, \
-             last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
-             last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END, \
-             end_reason = :end_reason \
-             WHERE id = :id AND state = 'running' AND attempts = :attempt AND claimed_at = :claimed_at",
-        )?
-        .execute(named_params! {
-            ":id": r.id,
-            ":attempt": r.attempt,
-            ":claimed_at": r.started_at_ms,
-            ":state": r.decision.state().as_str(),
-            ":due_at": r.decision.due_at_ms(),
-            ":code": failure.map(|f| f.code.as_str()),
-            ":kind": failure.map(|f| f.kind.as_str()),
-            ":reason": failure.and_then(reason_of),
-            ":end_reason": end_reason_after_attempt(&r.decision),
-        })?;
+    let n = stmt.execute(named_params! {
+        ":id": r.id,
+        ":attempt": r.attempt,
+        ":claimed_at": r.started_at_ms,
+        ":state": r.decision.state().as_str(),
+        ":due_at": r.decision.due_at_ms(),
+        ":code": failure.map(|f| f.code.as_str()),
+        ":kind": failure.map(|f| f.kind.as_str()),
+        ":reason": failure.and_then(reason_of),
+        ":end_reason": end_reason_after_attempt(&r.decision),
+    })?;
     Ok(n == 1)
 }
 
@@ -87,28 +112,33 @@ pub(super) fn record(
 ) -> Result<Vec<usize>, Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut written = Vec::with_capacity(outcomes.len());
-    for (i, r) in outcomes.iter().enumerate() {
-        if !conclude(&tx, r)? {
-            // Its lease ended and another claim took it: that claim owns it now.
-            continue;
-        }
-        written.push(i);
-        if let Some(events) = raised.get(i) {
-            insert_events(&tx, events, r.ended_at_ms)?;
-        }
-        let failure = r.outcome.failure();
-        insert_attempt(
-            &tx,
-            r.id,
-            r.attempt,
-            r.started_at_ms,
-            r.ended_at_ms,
-            failure.as_ref(),
-            r.outcome.http_status(),
-        )?;
-        if matches!(r.decision, Decision::Succeeded) {
-            tx.prepare_cached("INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)")?
-                .execute(params![r.id, r.ended_at_ms])?;
+    {
+        // Looked up once for the batch, not once an outcome.
+        let mut concluding = tx.prepare_cached(CONCLUDE)?;
+        let mut attempts = tx.prepare_cached(INSERT_ATTEMPT)?;
+        let mut handled = tx.prepare_cached(INSERT_HANDLED)?;
+        for (i, r) in outcomes.iter().enumerate() {
+            if !conclude_with(&mut concluding, r)? {
+                // Its lease ended and another claim took it: that claim owns it now.
+                continue;
+            }
+            written.push(i);
+            if let Some(events) = raised.get(i) {
+                insert_events(&tx, events, r.ended_at_ms)?;
+            }
+            let failure = r.outcome.failure();
+            attempt_with(
+                &mut attempts,
+                r.id,
+                r.attempt,
+                r.started_at_ms,
+                r.ended_at_ms,
+                failure.as_ref(),
+                r.outcome.http_status(),
+            )?;
+            if matches!(r.decision, Decision::Succeeded) {
+                handled.execute(params![r.id, r.ended_at_ms])?;
+            }
         }
     }
     // Count each written outcome for its connection's breaker, in order.
