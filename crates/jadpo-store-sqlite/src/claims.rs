@@ -12,7 +12,7 @@ use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Failure, Record};
 use jadpo_core::store::StoreError;
 use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
-use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
+use rusqlite::{CachedStatement, Connection, Transaction, TransactionBehavior, named_params};
 
 /// The columns a claim reads (a delivery joined with its event).
 const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
@@ -88,12 +88,37 @@ macro_rules! as_seen {
     };
 }
 
+/// A claim's write statements, each looked up in the connection's cache once
+/// per claim rather than once per row (the lookup hashes the statement's SQL).
+pub(super) struct Writes<'t> {
+    tx: &'t Transaction<'t>,
+    held: Vec<(&'static str, CachedStatement<'t>)>,
+}
+
+impl<'t> Writes<'t> {
+    pub(super) fn new(tx: &'t Transaction<'t>) -> Writes<'t> {
+        Writes { tx, held: Vec::new() }
+    }
+
+    fn statement(&mut self, sql: &'static str) -> Result<&mut CachedStatement<'t>, Error> {
+        // The statements are literals: one is known by its address.
+        let i = match self.held.iter().position(|(s, _)| std::ptr::eq(*s, sql)) {
+            Some(i) => i,
+            None => {
+                self.held.push((sql, self.tx.prepare_cached(sql)?));
+                self.held.len() - 1
+            }
+        };
+        Ok(&mut self.held[i].1)
+    }
+}
+
 /// Write what a claim decided for one row, as [`RowWrite`] says, conditional on the
 /// row being as seen. Returns whether it was. One statement per kind of change,
 /// each binding only what that change writes (a statement binding every column
 /// for every row cost a claim a tenth more).
 pub(super) fn apply(
-    tx: &Transaction<'_>,
+    writes: &mut Writes<'_>,
     seen: Seen,
     connection: &str,
     write: &RowWrite,
@@ -155,9 +180,8 @@ pub(super) fn apply(
             return Err(StoreError::Corrupt(format!("a claim does not leave a delivery `{}`", other.as_str())).into());
         }
     };
-    let mut stmt = tx.prepare_cached(sql)?;
     let all: Vec<(&str, &dyn rusqlite::ToSql)> = guard.iter().chain(values.iter()).copied().collect();
-    Ok(stmt.execute(all.as_slice())? == 1)
+    Ok(writes.statement(sql)?.execute(all.as_slice())? == 1)
 }
 
 /// The breaker rows of a claim, in its transaction.
@@ -204,10 +228,13 @@ pub(super) fn claim(
     }
     let plan = claim::plan(&mut rows, &mut Breakers { tx: &tx, now_ms }, now_ms, decide)?;
     let mut written = Vec::with_capacity(plan.changes.len());
-    for (i, change) in plan.changes.iter().enumerate() {
-        let row = &rows[change.row];
-        if apply(&tx, row.seen(), &row.candidate.connection, &change.write, now_ms)? {
-            written.push(i);
+    {
+        let mut writes = Writes::new(&tx);
+        for (i, change) in plan.changes.iter().enumerate() {
+            let row = &rows[change.row];
+            if apply(&mut writes, row.seen(), &row.candidate.connection, &change.write, now_ms)? {
+                written.push(i);
+            }
         }
     }
     let settled = claim::settle(&rows, &plan, &written, now_ms);

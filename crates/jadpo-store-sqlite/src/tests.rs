@@ -70,7 +70,7 @@ fn decisions(failure: &Failure) -> [ClaimDecision; 4] {
 /// The claim's statement for `decision` on the row read as [`PENDING`].
 fn claim_write(tx: &Transaction<'_>, decision: &ClaimDecision) -> bool {
     let write = RowWrite::of(decision, PENDING.attempts, T0, T0).expect("a decision that writes");
-    claims::apply(tx, PENDING, "c", &write, T0).expect("statement")
+    claims::apply(&mut claims::Writes::new(tx), PENDING, "c", &write, T0).expect("statement")
 }
 
 #[test]
