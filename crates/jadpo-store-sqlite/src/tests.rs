@@ -235,3 +235,18 @@ fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
     let n: i64 = file.lock().query_row("SELECT count(*) FROM jadpo_events", [], |r| r.get(0)).expect("count");
     assert_eq!(n, 1, "a refused clear leaves the file as it was");
 }
+
+#[test]
+fn statements_bound_by_position_number_their_names_in_the_order_bound() {
+    let store = store();
+    let conn = store.lock();
+    for (sql, names) in
+        [(outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS), (outcomes::INSERT_ATTEMPT, &outcomes::INSERT_ATTEMPT_PARAMS)]
+    {
+        let stmt = conn.prepare(sql).expect("prepare");
+        assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(stmt.parameter_name(i + 1), Some(*name), "{sql}");
+        }
+    }
+}
