@@ -250,3 +250,16 @@ fn statements_bound_by_position_number_their_names_in_the_order_bound() {
         }
     }
 }
+
+#[test]
+fn a_claims_row_writes_number_their_names_in_the_order_bound() {
+    let store = store();
+    let conn = store.lock();
+    for (sql, names) in claims::WRITE_PARAMS {
+        let stmt = conn.prepare(sql).expect("prepare");
+        assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(stmt.parameter_name(i + 1), Some(*name), "{sql}");
+        }
+    }
+}
