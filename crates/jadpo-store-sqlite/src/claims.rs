@@ -17,7 +17,7 @@ use rusqlite::{CachedStatement, Connection, ToSql, Transaction, TransactionBehav
 /// The columns a claim reads (a delivery joined with its event).
 const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
      d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
-     EXISTS (SELECT 1 FROM jadpo_handled h WHERE h.delivery_id = d.id) AS handled, \
+     d.handled_at IS NOT NULL AS handled, \
      e.id AS event_id, e.name AS event, e.payload, d.order_key IS NOT NULL AS ordered";
 
 /// A pending delivery no earlier delivery of its key holds back: unordered, or

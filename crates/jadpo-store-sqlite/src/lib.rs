@@ -449,7 +449,8 @@ impl Store for SqliteStore {
     }
 
     fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_retry(|conn| retention::prune_preview(conn, plan))
+        let version = self.version;
+        self.with_retry(|conn| retention::prune_preview(conn, plan, version))
     }
 
     // Events written in SQL, and the listing and replay of events.

@@ -80,17 +80,14 @@ fn attempt_with(
 pub(super) const CONCLUDE: &str = "UPDATE jadpo_deliveries SET state = :state, due_at = :due_at, lease_until = NULL, \
      last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
      last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END, \
-     end_reason = :end_reason \
+     end_reason = :end_reason, handled_at = COALESCE(handled_at, :handled_at) \
      WHERE id = :id AND state = 'running' AND attempts = :attempt AND claimed_at = :claimed_at";
 
 /// [`CONCLUDE`]'s parameters, in the order SQLite numbers them (a name's first
 /// place; `:code` is one parameter, read twice).
 #[cfg(test)]
-pub(super) const CONCLUDE_PARAMS: [&str; 9] =
-    [":state", ":due_at", ":code", ":kind", ":reason", ":end_reason", ":id", ":attempt", ":claimed_at"];
-
-/// The statement keeping a succeeded delivery's handled record.
-const INSERT_HANDLED: &str = "INSERT OR IGNORE INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)";
+pub(super) const CONCLUDE_PARAMS: [&str; 10] =
+    [":state", ":due_at", ":code", ":kind", ":reason", ":end_reason", ":handled_at", ":id", ":attempt", ":claimed_at"];
 
 /// [`conclude_with`] on a statement of its own (the store's tests write one
 /// outcome at a time).
@@ -112,6 +109,8 @@ fn conclude_with(stmt: &mut Statement<'_>, r: &Recorded) -> Result<bool, Error> 
         failure.map(|f| f.kind.as_str()),
         failure.and_then(reason_of),
         end_reason_after_attempt(&r.decision),
+        // A succeeded delivery's handled record, kept from its first success.
+        matches!(r.decision, Decision::Succeeded).then_some(r.ended_at_ms),
         r.id,
         r.attempt,
         r.started_at_ms,
@@ -131,7 +130,6 @@ pub(super) fn record(
         // Looked up once for the batch, not once an outcome.
         let mut concluding = tx.prepare_cached(CONCLUDE)?;
         let mut attempts = tx.prepare_cached(INSERT_ATTEMPT)?;
-        let mut handled = tx.prepare_cached(INSERT_HANDLED)?;
         for (i, r) in outcomes.iter().enumerate() {
             if !conclude_with(&mut concluding, r)? {
                 // Its lease ended and another claim took it: that claim owns it now.
@@ -151,9 +149,6 @@ pub(super) fn record(
                 failure.as_ref(),
                 r.outcome.http_status(),
             )?;
-            if matches!(r.decision, Decision::Succeeded) {
-                handled.execute(params![r.id, r.ended_at_ms])?;
-            }
         }
     }
     // Count each written outcome for its connection's breaker, in order.

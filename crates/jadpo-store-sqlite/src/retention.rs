@@ -1,8 +1,10 @@
 //! Retention: final deliveries older than a cut deleted in small transactions,
-//! each by a statement guarded by its being final and old still, then its
-//! attempts and handled record, then the events left with no delivery.
+//! each by a statement guarded by its being final and old still (its handled
+//! record a column of its row), then its attempts, then the events left with no
+//! delivery.
 
 use super::Error;
+use super::schema::VERSION_WITH_HANDLED_AT;
 use jadpo_core::store::{PruneCounts, PrunePlan};
 use rusqlite::{Connection, TransactionBehavior, named_params};
 
@@ -25,17 +27,18 @@ fn count(n: usize) -> u64 {
 pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let which = pruned_deliveries(plan);
-    let found: Vec<(i64, i64)> = tx
+    let found: Vec<(i64, i64, bool)> = tx
         .prepare_cached(&format!(
-            "SELECT d.id, d.event_id FROM jadpo_deliveries d WHERE {which} ORDER BY d.id LIMIT :batch"
+            "SELECT d.id, d.event_id, d.handled_at IS NOT NULL AS handled FROM jadpo_deliveries d \
+             WHERE {which} ORDER BY d.id LIMIT :batch"
         ))?
         .query_map(named_params! {":cut": plan.cut_ms, ":batch": plan.batch as i64}, |r| {
-            Ok((r.get("id")?, r.get("event_id")?))
+            Ok((r.get("id")?, r.get("event_id")?, r.get("handled")?))
         })?
         .collect::<Result<_, _>>()?;
     let mut counts = PruneCounts::default();
     let mut events = Vec::new();
-    for (id, event) in found {
+    for (id, event, handled) in found {
         let deleted = tx
             .prepare_cached(&format!("DELETE FROM jadpo_deliveries AS d WHERE d.id = :id AND {which}"))?
             .execute(named_params! {":id": id, ":cut": plan.cut_ms})?;
@@ -45,7 +48,8 @@ pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<Pru
         counts.deliveries += 1;
         counts.attempts +=
             count(tx.prepare_cached("DELETE FROM jadpo_attempts WHERE delivery_id = ?1")?.execute([id])?);
-        counts.handled += count(tx.prepare_cached("DELETE FROM jadpo_handled WHERE delivery_id = ?1")?.execute([id])?);
+        // Its handled record goes with its row.
+        counts.handled += u64::from(handled);
         if events.last() != Some(&event) {
             events.push(event);
         }
@@ -62,14 +66,20 @@ pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<Pru
     Ok(counts)
 }
 
-pub(super) fn prune_preview(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
+/// What [`prune_batch`] would delete, counted, on a store of schema `version`
+/// (a read-only handle may be on an older one).
+pub(super) fn prune_preview(conn: &mut Connection, plan: &PrunePlan, version: i64) -> Result<PruneCounts, Error> {
     let which = pruned_deliveries(plan);
+    let handled = if version >= VERSION_WITH_HANDLED_AT {
+        format!("(SELECT count(*) FROM jadpo_deliveries d WHERE {which} AND d.handled_at IS NOT NULL)")
+    } else {
+        format!("(SELECT count(*) FROM jadpo_handled h JOIN jadpo_deliveries d ON d.id = h.delivery_id WHERE {which})")
+    };
     let sql = format!(
         "SELECT (SELECT count(*) FROM jadpo_deliveries d WHERE {which}) AS deliveries, \
          (SELECT count(*) FROM jadpo_attempts a JOIN jadpo_deliveries d ON d.id = a.delivery_id WHERE {which}) \
          AS attempts, \
-         (SELECT count(*) FROM jadpo_handled h JOIN jadpo_deliveries d ON d.id = h.delivery_id WHERE {which}) \
-         AS handled, \
+         {handled} AS handled, \
          (SELECT count(*) FROM jadpo_events e WHERE EXISTS (SELECT 1 FROM jadpo_deliveries d \
          WHERE d.event_id = e.id AND {which}) AND NOT EXISTS (SELECT 1 FROM jadpo_deliveries d \
          WHERE d.event_id = e.id AND NOT ({which}))) AS events"

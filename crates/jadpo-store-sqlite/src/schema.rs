@@ -141,6 +141,16 @@ CREATE INDEX jadpo_deliveries_failed ON jadpo_deliveries (state, id) WHERE state
 CREATE INDEX jadpo_deliveries_parked ON jadpo_deliveries (state, id) WHERE state = 'parked';
 CREATE INDEX jadpo_attempts_started ON jadpo_attempts (started_at);
 "#,
+    // A delivery's handled record is a column of its row, as on PostgreSQL: the
+    // outcome's own statement writes it and a claim reads it from the row, instead
+    // of a table of its own with an insert per outcome and a lookup per claimed
+    // row. Every record is kept (one of a delivery pruned since has none to go to).
+    r#"
+ALTER TABLE jadpo_deliveries ADD COLUMN handled_at INTEGER;
+UPDATE jadpo_deliveries SET handled_at = (SELECT h.handled_at FROM jadpo_handled h WHERE h.delivery_id = jadpo_deliveries.id)
+    WHERE id IN (SELECT delivery_id FROM jadpo_handled);
+DROP TABLE jadpo_handled;
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -162,6 +172,10 @@ pub(super) const VERSION_WITH_EVENT_STATES: i64 = 4;
 /// The first version with ordering keys and rates; a read-only handle on an
 /// older store reads every delivery as unordered.
 pub(super) const VERSION_WITH_KEYS: i64 = 5;
+
+/// The first version whose deliveries hold their handled record
+/// (`handled_at`); a read-only handle on an older store reads the table it had.
+pub(super) const VERSION_WITH_HANDLED_AT: i64 = 7;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

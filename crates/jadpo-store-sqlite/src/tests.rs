@@ -210,7 +210,7 @@ fn a_schedule_run_taken_or_ended_by_another_changes_nothing() {
 #[test]
 fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
     let store = store();
-    meddle(&store, "INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (1, 0)");
+    meddle(&store, "UPDATE jadpo_deliveries SET handled_at = 0 WHERE id = 1");
     store.clear_in_memory().expect("clear");
     let tables: Vec<String> = {
         let conn = store.lock();
@@ -218,7 +218,7 @@ fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
             conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'jadpo%'").expect("list");
         stmt.query_map([], |r| r.get(0)).expect("query").collect::<Result<_, _>>().expect("names")
     };
-    assert!(tables.len() >= 7, "{tables:?}");
+    assert!(tables.len() >= 6, "{tables:?}");
     for table in &tables {
         let n: i64 = store.lock().query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).expect("count");
         assert_eq!(n, 0, "{table} has rows after clearing");
@@ -240,9 +240,10 @@ fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
 fn statements_bound_by_position_number_their_names_in_the_order_bound() {
     let store = store();
     let conn = store.lock();
-    for (sql, names) in
-        [(outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS), (outcomes::INSERT_ATTEMPT, &outcomes::INSERT_ATTEMPT_PARAMS)]
-    {
+    for (sql, names) in [
+        (outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS[..]),
+        (outcomes::INSERT_ATTEMPT, &outcomes::INSERT_ATTEMPT_PARAMS[..]),
+    ] {
         let stmt = conn.prepare(sql).expect("prepare");
         assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
         for (i, name) in names.iter().enumerate() {
@@ -262,4 +263,46 @@ fn a_claims_row_writes_number_their_names_in_the_order_bound() {
             assert_eq!(stmt.parameter_name(i + 1), Some(*name), "{sql}");
         }
     }
+}
+
+#[test]
+fn a_store_of_version_six_keeps_its_handled_records_on_its_deliveries() {
+    use jadpo_core::store::{OpenOptions, PrunePlan};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::schema::MIGRATIONS[..6] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 6).expect("version");
+        conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+        conn.execute_batch(
+            "INSERT INTO jadpo_events (id, name, payload, emitted_at) VALUES (1, 'Paid', '{}', 0);
+             INSERT INTO jadpo_deliveries (id, event_id, subscriber, connection, state, attempts, budget_start, \
+             held_ms, created_at, claimed_at) VALUES (1, 1, 'rec', 'c', 'succeeded', 1, 0, 0, 0, 0), \
+             (2, 1, 'rec', 'c', 'failed', 1, 0, 0, 0, 0);
+             INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (1, 5);",
+        )
+        .expect("rows");
+    }
+    // A read-only handle reads the table version 6 has.
+    let plan = PrunePlan { cut_ms: 1, states: vec![DeliveryState::Succeeded, DeliveryState::Failed], batch: 10 };
+    let old = SqliteStore::open_with(&path, OpenOptions::read_only()).expect("read-only");
+    assert_eq!(old.prune_preview(&plan).expect("preview").handled, 1);
+    drop(old);
+    // Opened read-write, the record moves onto its delivery and the table goes.
+    let store = SqliteStore::open(&path).expect("migrate");
+    let handled: Vec<Option<i64>> = {
+        let conn = store.lock();
+        let mut stmt = conn.prepare("SELECT handled_at FROM jadpo_deliveries ORDER BY id").expect("select");
+        stmt.query_map([], |r| r.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+    };
+    assert_eq!(handled, vec![Some(5), None]);
+    let tables: i64 = store
+        .lock()
+        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'jadpo_handled'", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(tables, 0);
+    assert_eq!(store.prune_preview(&plan).expect("preview").handled, 1);
 }

@@ -459,7 +459,7 @@ fn a_locked_store_is_waited_on_and_nothing_is_lost() {
     let (_dir, path) = temp_db();
     let store = SqliteStore::open(&path).unwrap();
     let locker = rusqlite::Connection::open(&path).unwrap();
-    locker.execute_batch("BEGIN IMMEDIATE; INSERT INTO jadpo_handled VALUES (-1, 0);").unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE;").unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
         let ids = store.emit(&[event(1)], T0);
@@ -769,7 +769,7 @@ fn a_reader_does_not_wait_on_a_writer_and_a_writer_past_the_wait_says_so() {
     let (_dir, path) = temp_db();
     SqliteStore::open(&path).unwrap().emit(&[event(1)], T0).unwrap();
     let locker = rusqlite::Connection::open(&path).unwrap();
-    locker.execute_batch("BEGIN IMMEDIATE; INSERT INTO jadpo_handled VALUES (-1, 0);").unwrap();
+    locker.execute_batch("BEGIN IMMEDIATE;").unwrap();
     let wait = Duration::from_secs(1);
     // A read-only handle opens and reads beside the writer, without waiting.
     let reader = SqliteStore::open_with(&path, OpenOptions { lock_wait: wait, ..OpenOptions::read_only() }).unwrap();

@@ -63,8 +63,7 @@ impl Fixture for SqliteFile {
 
     fn add_handled_behind(&self, delivery: i64, at_ms: i64) {
         let raw = rusqlite::Connection::open(&self.path).expect("open raw");
-        raw.execute("INSERT INTO jadpo_handled (delivery_id, handled_at) VALUES (?1, ?2)", [delivery, at_ms])
-            .expect("handled");
+        raw.execute("UPDATE jadpo_deliveries SET handled_at = ?2 WHERE id = ?1", [delivery, at_ms]).expect("handled");
     }
 
     fn emit_in_sql(&self, events: &[(&str, &str)]) -> Vec<i64> {
