@@ -240,23 +240,11 @@ fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
 fn statements_bound_by_position_number_their_names_in_the_order_bound() {
     let store = store();
     let conn = store.lock();
-    for (sql, names) in [
+    let outcomes = [
         (outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS[..]),
         (outcomes::INSERT_ATTEMPT, &outcomes::INSERT_ATTEMPT_PARAMS[..]),
-    ] {
-        let stmt = conn.prepare(sql).expect("prepare");
-        assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
-        for (i, name) in names.iter().enumerate() {
-            assert_eq!(stmt.parameter_name(i + 1), Some(*name), "{sql}");
-        }
-    }
-}
-
-#[test]
-fn a_claims_row_writes_number_their_names_in_the_order_bound() {
-    let store = store();
-    let conn = store.lock();
-    for (sql, names) in claims::WRITE_PARAMS {
+    ];
+    for (sql, names) in outcomes.into_iter().chain(claims::WRITE_PARAMS) {
         let stmt = conn.prepare(sql).expect("prepare");
         assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
         for (i, name) in names.iter().enumerate() {
