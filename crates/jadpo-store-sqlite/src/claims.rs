@@ -4,7 +4,7 @@
 
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
-use super::outcomes::insert_attempt;
+use super::outcomes::{INSERT_ATTEMPT, attempt_with};
 use super::{Columns, Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
@@ -252,9 +252,13 @@ impl BreakerRows for Breakers<'_, '_> {
 
 /// Record the attempts lost workers had counted, as `lease_expired`.
 fn insert_lost_attempts(tx: &Transaction<'_>, lost: &[LostAttempt], now_ms: i64) -> Result<(), Error> {
+    if lost.is_empty() {
+        return Ok(());
+    }
     let f = Failure::lease_expired();
+    let mut stmt = tx.prepare_cached(INSERT_ATTEMPT)?;
     for l in lost {
-        insert_attempt(tx, l.delivery, l.attempt, l.started_at_ms, now_ms, Some(&f), None)?;
+        attempt_with(&mut stmt, l.delivery, l.attempt, l.started_at_ms, now_ms, Some(&f), None)?;
     }
     Ok(())
 }

@@ -36,23 +36,9 @@ pub(super) const INSERT_ATTEMPT: &str = "INSERT INTO jadpo_attempts \
 pub(super) const INSERT_ATTEMPT_PARAMS: [&str; 9] =
     [":delivery", ":attempt", ":started", ":duration", ":outcome", ":code", ":kind", ":status", ":reason"];
 
-/// Add an attempt to a delivery's history: failed with `failure`, else succeeded.
-pub(super) fn insert_attempt(
-    tx: &Transaction<'_>,
-    delivery: i64,
-    attempt: u32,
-    started_at_ms: i64,
-    ended_at_ms: i64,
-    failure: Option<&Failure>,
-    http_status: Option<u16>,
-) -> Result<(), Error> {
-    let mut stmt = tx.prepare_cached(INSERT_ATTEMPT)?;
-    attempt_with(&mut stmt, delivery, attempt, started_at_ms, ended_at_ms, failure, http_status)
-}
-
-/// [`insert_attempt`] with its statement prepared already (a batch of outcomes
-/// looks it up once).
-fn attempt_with(
+/// Add an attempt to a delivery's history with [`INSERT_ATTEMPT`] (looked up
+/// once for a batch): failed with `failure`, else succeeded.
+pub(super) fn attempt_with(
     stmt: &mut Statement<'_>,
     delivery: i64,
     attempt: u32,

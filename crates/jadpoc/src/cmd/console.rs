@@ -116,12 +116,9 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
         Err(code) => return code,
     };
     let clock = crate::store::clock_for(&*store);
-    let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let tokio = match super::async_runtime() {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("jadpoc: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     tokio.block_on(async move {
         let (stop_tx, stop_rx) = watch::channel(false);

@@ -15,3 +15,12 @@ pub mod prune;
 pub mod run;
 pub mod status;
 pub mod test;
+
+/// The async runtime of a command that serves or runs (`run`, `console`), or
+/// the exit code after saying why there is none.
+pub(crate) fn async_runtime() -> Result<tokio::runtime::Runtime, std::process::ExitCode> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| {
+        eprintln!("jadpoc: cannot start the async runtime: {e}");
+        std::process::ExitCode::from(2)
+    })
+}

@@ -217,12 +217,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     });
     let observer = metrics.as_ref().map(|m| m.metrics.clone() as Arc<dyn Observer>);
     let runtime = Arc::new(Live::new(runtime, observer));
-    let tokio = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let tokio = match super::async_runtime() {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("jadpoc: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     tokio.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
