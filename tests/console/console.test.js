@@ -11,6 +11,8 @@
 "use strict";
 
 const { chromium } = require("playwright-core");
+const shared = require("../browser.js");
+const { noSidewaysScroll } = shared;
 const { spawn, execFileSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
@@ -19,7 +21,6 @@ const assert = require("node:assert/strict");
 
 const repo = path.resolve(__dirname, "..", "..");
 const jadpoc = process.env.JADPOC || path.join(repo, "target", "debug", "jadpoc");
-const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = path.join(repo, "target", "console-screenshots");
 const program = path.join(__dirname, "program.jadpo");
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "jadpo-console-"));
@@ -37,16 +38,8 @@ function json(...args) {
   return JSON.parse(cli(...args, "--format", "json", "--db", db));
 }
 
-/** Wait until `check()` is true, polling, within a generous deadline. */
-async function until(what, check) {
-  const end = Date.now() + DEADLINE_MS;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Wait until `check()` gives a truthy value, within a generous deadline. */
+const until = (what, check) => shared.until(what, check, DEADLINE_MS, 100);
 
 /** Start `jadpoc ARGS...`, its stderr collected. */
 function start(args) {
@@ -83,19 +76,11 @@ async function startConsole(extra) {
   return child;
 }
 
-async function noSidewaysScroll(page, name) {
-  const { scroll, width } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    width: document.documentElement.clientWidth,
-  }));
-  assert.ok(scroll <= width, `${name}: the page scrolls sideways at ${width}px (${scroll}px wide)`);
-}
-
 async function main() {
   await prepareStore();
   const console_ = await startConsole(["--console-actions", "--program", program]);
   const base = console_.url;
-  const browser = await chromium.launch({ executablePath: browserPath, headless: true, args: ["--no-sandbox"] });
+  const browser = await shared.launch(chromium);
   try {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();

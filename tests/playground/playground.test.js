@@ -14,6 +14,8 @@
 "use strict";
 
 const { chromium } = require("playwright-core");
+const shared = require("../browser.js");
+const { noSidewaysScroll } = shared;
 const http = require("node:http");
 const fs = require("node:fs");
 const path = require("node:path");
@@ -22,7 +24,6 @@ const assert = require("node:assert/strict");
 
 const repo = path.resolve(__dirname, "..", "..");
 const dist = path.resolve(process.env.DIST || path.join(repo, "playground", "dist"));
-const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = path.join(repo, "target", "playground-screenshots");
 const DEADLINE_MS = 30_000;
 const CHECK_BUDGET_MS = 5;
@@ -56,16 +57,8 @@ function serve() {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-/** Wait until `check()` gives a truthy value, polling, within a generous deadline. */
-async function until(what, check) {
-  const end = Date.now() + DEADLINE_MS;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Wait until `check()` gives a truthy value, within a generous deadline. */
+const until = (what, check) => shared.until(what, check, DEADLINE_MS, 50);
 
 const docText = (page) => page.evaluate(() => window.jadpoPlayground.view.state.doc.toString());
 
@@ -87,14 +80,6 @@ async function select(page, needle, skip = 0) {
     v.dispatch({ selection: { anchor: at + k, head: at + n.length }, scrollIntoView: true });
     v.focus();
   }, [needle, skip]);
-}
-
-async function noSidewaysScroll(page, name) {
-  const { scroll, width } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    width: document.documentElement.clientWidth,
-  }));
-  assert.ok(scroll <= width, `${name}: the page scrolls sideways at ${width}px (${scroll}px wide)`);
 }
 
 const summary = (page) => page.textContent("#summary");
@@ -373,7 +358,7 @@ async function main() {
   assert.ok(fs.existsSync(path.join(dist, "index.html")), `${dist} has no index.html: run playground/build.sh first`);
   const server = await serve();
   const base = `http://127.0.0.1:${server.address().port}`;
-  const browser = await chromium.launch({ executablePath: browserPath, headless: true, args: ["--no-sandbox"] });
+  const browser = await shared.launch(chromium);
   let passed = 0;
   let failed = 0;
   try {
