@@ -175,7 +175,8 @@ impl SqliteStore {
         self.with_retry(|conn| {
             let tx = conn.transaction()?;
             // Every table the migrations made (read from the schema, so that a
-            // table added later is emptied too) and SQLite's own counters.
+            // table added later is emptied too). No table counts its ids with
+            // AUTOINCREMENT, so an emptied one numbers its rows from 1 again.
             let tables: Vec<String> = tx
                 .prepare_cached(
                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'jadpo\\_%' ESCAPE '\\'",
@@ -184,13 +185,6 @@ impl SqliteStore {
                 .collect::<Result<_, _>>()?;
             for table in tables {
                 tx.execute(&format!("DELETE FROM \"{table}\""), [])?;
-            }
-            let counted: bool =
-                tx.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence')", [], |r| {
-                    r.get(0)
-                })?;
-            if counted {
-                tx.execute("DELETE FROM sqlite_sequence", [])?;
             }
             tx.commit()?;
             Ok(())
