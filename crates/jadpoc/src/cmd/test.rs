@@ -51,15 +51,15 @@ struct Tally {
 
 /// Run every test under every seed, on as many threads as the machine has
 /// cores (one with `--log-format`, so that the log reads in order), and hand
-/// each test's tally to `report` in the program's order as soon as it and
-/// every test before it are done. The runs are independent (each on its own
-/// store, clock and seeded random source), so the results, and what is
-/// printed, do not depend on the threads.
+/// each test's failures (the seeds that failed, first seed first) to `report`
+/// in the program's order as soon as it and every test before it are done.
+/// The runs are independent (each on its own store, clock and seeded random
+/// source), so the results, and what is printed, do not depend on the threads.
 fn run_all(
     program: &Arc<jadpo_check::Program>,
     tests: &[&jadpo_check::program::Test],
     args: &TestArgs,
-    mut report: impl FnMut(&jadpo_check::program::Test, Tally),
+    mut report: impl FnMut(&jadpo_check::program::Test, Vec<(u64, TestFailure)>),
 ) {
     let seeds = args.seeds;
     let jobs = tests.len() as u64 * seeds;
@@ -99,7 +99,7 @@ fn run_all(
                 let mut tally = std::mem::take(&mut tallies[reported]);
                 // The first failure named is the first seed's, as a run in order gives.
                 tally.failures.sort_by_key(|(s, _)| s.wrapping_sub(args.seed));
-                report(tests[reported], tally);
+                report(tests[reported], tally.failures);
                 reported += 1;
             }
         }
@@ -132,7 +132,7 @@ pub fn run(args: TestArgs) -> ExitCode {
         };
     }
     let (mut passed, mut failed) = (0usize, 0usize);
-    run_all(&program, &tests, &args, |test, Tally { failures, .. }| {
+    run_all(&program, &tests, &args, |test, failures| {
         let mut out = String::new();
         match failures.first() {
             None => {
