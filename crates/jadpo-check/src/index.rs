@@ -9,6 +9,8 @@
 
 use crate::program::Type;
 use jadpo_syntax::ast::{DeclKind, Span};
+use rustc_hash::FxHashSet;
+use std::sync::Arc;
 
 /// What a symbol is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,7 +62,8 @@ pub struct DefId(pub u32);
 /// One declaration of a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Def {
-    pub name: String,
+    /// Shared with every other definition and reference of the same name.
+    pub name: Arc<str>,
     pub kind: SymbolKind,
     /// Index of the file in the program's list.
     pub file: usize,
@@ -86,19 +89,39 @@ pub struct Ref {
     pub file: usize,
     /// The name as written.
     pub span: Span,
-    pub name: String,
+    /// Shared with every other definition and reference of the same name.
+    pub name: Arc<str>,
     /// The definition it resolves to; `None` when the checker found none (and
     /// reported it, unless what it hangs on was itself unknown).
     pub target: Option<DefId>,
 }
 
 /// Every definition and reference of one program.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SymbolIndex {
     defs: Vec<Def>,
     refs: Vec<Ref>,
     /// Definitions in order of (file, name start), for lookups by place.
     defs_by_place: Vec<DefId>,
+    /// Each name once while the checker fills the index: a program names a few
+    /// thousand things hundreds of thousands of times, so every definition and
+    /// reference shares its name's one copy. Emptied by [`SymbolIndex::finish`].
+    names: FxHashSet<Arc<str>>,
+    /// Whether [`SymbolIndex::refer`] keeps what it is given
+    /// ([`Lower::DiagnosticsOnly`](crate::Lower::DiagnosticsOnly) turns it off).
+    pub(crate) record_refs: bool,
+}
+
+impl Default for SymbolIndex {
+    fn default() -> Self {
+        SymbolIndex {
+            defs: Vec::new(),
+            refs: Vec::new(),
+            defs_by_place: Vec::new(),
+            names: FxHashSet::default(),
+            record_refs: true,
+        }
+    }
 }
 
 /// Whether `offset` is on `span`: its end counts, as a cursor just after a name is
@@ -108,6 +131,16 @@ fn touches(span: Span, offset: u32) -> bool {
 }
 
 impl SymbolIndex {
+    /// The one shared copy of `name`.
+    pub(crate) fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.names.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.names.insert(shared.clone());
+        shared
+    }
+
     /// Adds a definition; the checker calls this.
     pub(crate) fn define(&mut self, def: Def) -> DefId {
         let id = DefId(self.defs.len() as u32);
@@ -117,11 +150,19 @@ impl SymbolIndex {
 
     /// Adds a reference; the checker calls this.
     pub(crate) fn refer(&mut self, kind: SymbolKind, file: usize, span: Span, name: &str, target: Option<DefId>) {
-        self.refs.push(Ref { kind, file, span, name: name.to_string(), target });
+        if !self.record_refs {
+            return;
+        }
+        let name = self.intern(name);
+        self.refs.push(Ref { kind, file, span, name, target });
     }
 
     /// Sorts what place lookups search; the checker calls this once at the end.
     pub(crate) fn finish(&mut self) {
+        self.names = FxHashSet::default();
+        // Kept as long as its analysis is (the language server holds one per program).
+        self.refs.shrink_to_fit();
+        self.defs.shrink_to_fit();
         // No two references share a place, so an unstable sort orders them fully.
         self.refs.sort_unstable_by_key(|r| (r.file, r.span.start, r.span.end));
         // Sorting the keys beside the ids keeps the sort from chasing each id.
@@ -188,7 +229,7 @@ impl SymbolIndex {
     /// Every definition of `kind` named `name` (more than one when it is declared
     /// twice; fields and parameters of different parents share names).
     pub fn defs_named<'s>(&'s self, kind: SymbolKind, name: &'s str) -> impl Iterator<Item = DefId> + 's {
-        self.iter_defs().filter(move |(_, d)| d.kind == kind && d.name == name).map(|(id, _)| id)
+        self.iter_defs().filter(move |(_, d)| d.kind == kind && *d.name == *name).map(|(id, _)| id)
     }
 
     /// The fields of an event or the parameters of an action, in order.

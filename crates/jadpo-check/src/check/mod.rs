@@ -47,11 +47,18 @@ impl Checked {
     }
 }
 
-/// Whether to build the [`Program`] after a clean check (`jadpoc check` does not need it).
+/// What a check builds beside its diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lower {
+    /// The [`Program`], after a clean check (`jadpoc run`, `test`, `plan`), and the
+    /// whole symbol index.
     Yes,
+    /// The whole symbol index, but no program (the language server, the playground).
     No,
+    /// The diagnostics alone (`jadpoc check`): the index keeps the definitions that
+    /// resolving names needs, but records no reference, which a large program's
+    /// check would otherwise hold hundreds of thousands of.
+    DiagnosticsOnly,
 }
 
 /// Checks the files of one program together.
@@ -74,6 +81,7 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
         .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
         .collect();
     let mut cx = Cx::new(&decls, files, broken, lower);
+    cx.index.record_refs = lower != Lower::DiagnosticsOnly;
     cx.collect_names();
     cx.check_all();
     diags.append(&mut cx.diags);

@@ -21,8 +21,8 @@ impl<'a> Cx<'_, 'a> {
                 continue;
             }
             let name = match &decl.body {
-                Body::Steps { title, .. } => title.to_string(),
-                _ => decl.name.text.to_string(),
+                Body::Steps { title, .. } => self.index.intern(title),
+                _ => self.index.intern(decl.name.text),
             };
             self.decl_def[index] = Some(self.index.define(Def {
                 name,
@@ -91,7 +91,7 @@ impl<'a> Cx<'_, 'a> {
         }
         let kind = if decl.kind == DeclKind::Action { SymbolKind::Param } else { SymbolKind::Field };
         let def = Def {
-            name: name.text.to_string(),
+            name: self.index.intern(name.text),
             kind,
             file,
             name_span: name.span,
@@ -112,7 +112,7 @@ impl<'a> Cx<'_, 'a> {
         let target = event.and_then(|e| {
             self.member_defs[e].iter().copied().find(|&id| {
                 let d = self.index.def(id);
-                d.primary && d.name == name
+                d.primary && *d.name == *name
             })
         });
         self.index.refer(SymbolKind::Field, file, span, name, target);

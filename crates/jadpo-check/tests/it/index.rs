@@ -60,7 +60,7 @@ fn one(index: &SymbolIndex, kind: SymbolKind, name: &str) -> DefId {
 fn every_declaration_is_a_definition_with_its_spans() {
     let index = index_of(&[EVENTS, USES], Lower::No);
     let kinds: Vec<(SymbolKind, &str, usize)> =
-        index.defs().iter().map(|d| (d.kind, d.name.as_str(), d.file)).collect();
+        index.defs().iter().map(|d| (d.kind, d.name.as_ref(), d.file)).collect();
     for want in [
         (SymbolKind::Event, "PaymentReceived", 0),
         (SymbolKind::Field, "payment_id", 0),
@@ -84,7 +84,7 @@ fn every_declaration_is_a_definition_with_its_spans() {
     assert_eq!(&EVENTS[d.span.range()][d.span.range().len() - 1..], "}");
     assert!(d.primary);
 
-    let fields: Vec<&str> = index.children(event).map(|f| index.def(f).name.as_str()).collect();
+    let fields: Vec<&str> = index.children(event).map(|f| index.def(f).name.as_ref()).collect();
     assert_eq!(fields, ["payment_id", "amount_cents"]);
     let amount = index.children(event).nth(1).expect("second field");
     let f = index.def(amount);
@@ -128,7 +128,7 @@ fn references_resolve_to_their_definitions() {
     for r in index.refs() {
         assert!(r.target.is_some(), "{r:?} did not resolve");
         let text = [EVENTS, USES][r.file];
-        assert_eq!(&text[r.span.range()], r.name);
+        assert_eq!(&text[r.span.range()], &*r.name);
         assert_eq!(index.def(r.target.expect("resolved")).name, r.name);
     }
     assert_eq!(index.refs().len(), 12);
@@ -157,7 +157,7 @@ fn lookups_by_place() {
     assert_eq!(index.def(field).kind, SymbolKind::Field);
     assert_eq!(index.def(field).parent, Some(event));
 
-    let outline: Vec<&str> = index.defs_in(1).map(|d| index.def(d).name.as_str()).collect();
+    let outline: Vec<&str> = index.defs_in(1).map(|d| index.def(d).name.as_ref()).collect();
     assert_eq!(outline, ["record", "nightly", "ledger down, then back"]);
 }
 
@@ -179,7 +179,7 @@ subscriber t {
     assert!(checked.errors() >= 2);
     let index = &checked.index;
     let unresolved: Vec<(SymbolKind, &str)> =
-        index.refs().iter().filter(|r| r.target.is_none()).map(|r| (r.kind, r.name.as_str())).collect();
+        index.refs().iter().filter(|r| r.target.is_none()).map(|r| (r.kind, r.name.as_ref())).collect();
     assert_eq!(
         unresolved,
         [(SymbolKind::Event, "Ee"), (SymbolKind::Action, "act"), (SymbolKind::Action, "nope")],
@@ -203,7 +203,7 @@ subscriber t { on: E  run: act(event.b) }
         .refs()
         .iter()
         .filter(|r| r.kind == SymbolKind::Field)
-        .map(|r| (r.name.as_str(), r.target.is_some()))
+        .map(|r| (r.name.as_ref(), r.target.is_some()))
         .collect();
     assert_eq!(fields, [("a", false), ("b", false)]);
 }
@@ -228,4 +228,31 @@ fn a_program_with_syntax_errors_still_has_its_index() {
     let e = one(&checked.index, SymbolKind::Event, "E");
     assert_eq!(checked.index.references_of(e).count(), 1);
     assert!(checked.index.defs_named(SymbolKind::Subscriber, "broken").next().is_some());
+}
+
+#[test]
+fn every_use_of_a_name_shares_one_copy_of_it() {
+    let index = index_of(&[EVENTS, USES], Lower::No);
+    let event = index.def(one(&index, SymbolKind::Event, "PaymentReceived"));
+    let uses: Vec<_> = index.refs().iter().filter(|r| r.kind == SymbolKind::Event).collect();
+    assert_eq!(uses.len(), 2, "{uses:?}");
+    assert!(uses.iter().all(|r| std::sync::Arc::ptr_eq(&r.name, &event.name)));
+    let field = index.def(index.children(one(&index, SymbolKind::Event, "PaymentReceived")).next().expect("a field"));
+    let param = index.def(index.children(one(&index, SymbolKind::Action, "record_payment")).next().expect("a param"));
+    assert_eq!(&*field.name, "payment_id");
+    assert!(std::sync::Arc::ptr_eq(&field.name, &param.name));
+}
+
+#[test]
+fn a_check_for_diagnostics_only_reports_the_same_and_keeps_no_reference() {
+    let broken =
+        "event E { a: string }\nsubscriber s { on: F  run: act(event.b) }\nsubscriber t { on: E  run: nothing() }\n";
+    for texts in [&[EVENTS, USES][..], &[broken][..]] {
+        let full = check(&files(texts), Lower::No);
+        let only = check(&files(texts), Lower::DiagnosticsOnly);
+        assert_eq!(only.diagnostics, full.diagnostics);
+        assert!(!full.index.refs().is_empty());
+        assert!(only.index.refs().is_empty());
+        assert_eq!(only.index.defs(), full.index.defs());
+    }
 }

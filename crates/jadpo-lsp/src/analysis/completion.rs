@@ -170,7 +170,7 @@ impl Analysis {
                 return index
                     .children(parent)
                     .map(|id| index.def(id))
-                    .filter(|d| !frame.keys.contains(&d.name))
+                    .filter(|d| !frame.keys.iter().any(|k| **k == *d.name))
                     .map(|d| {
                         let snippet = format!("{}: $1", d.name);
                         item(&d.name, CompletionKind::Symbol(SymbolKind::Field), Some(self.detail(d)), Some(snippet))

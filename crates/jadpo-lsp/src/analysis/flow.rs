@@ -76,13 +76,13 @@ impl Analysis {
         }) {
             let Some(target) = r.target else { continue };
             let def = index.def(target);
-            if fields.iter().any(|(name, _)| *name == def.name) {
+            if fields.iter().any(|(name, _)| **name == *def.name) {
                 continue;
             }
             // The field's declaration as written: `amount_cents: int`.
             let detail = self.detail(def);
             let ty = detail.split_once(':').map_or("", |(_, ty)| ty).trim().trim_end_matches(',').to_string();
-            fields.push((def.name.clone(), ty));
+            fields.push((def.name.to_string(), ty));
         }
         if !fields.is_empty() {
             out.push_str("\n\n| field | type |\n|---|---|\n");

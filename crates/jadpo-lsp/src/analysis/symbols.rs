@@ -32,7 +32,7 @@ impl Analysis {
         let index = &self.checked.index;
         let d = index.def(id);
         Symbol {
-            name: d.name.clone(),
+            name: d.name.to_string(),
             kind: d.kind,
             file: d.file,
             span: d.span,
@@ -56,7 +56,7 @@ impl Analysis {
             .iter_defs()
             .filter(|(_, d)| d.name.to_lowercase().contains(&query))
             .map(|(id, d)| Symbol {
-                name: d.name.clone(),
+                name: d.name.to_string(),
                 kind: d.kind,
                 file: d.file,
                 span: d.span,
@@ -116,7 +116,7 @@ impl Analysis {
                 "`{new_name}` is not a name: a name is a letter or `_` followed by letters, digits or `_`, and not a keyword"
             ));
         }
-        if new_name == def.name {
+        if *new_name == *def.name {
             return Ok(Vec::new());
         }
         let taken = index.defs_named(def.kind, new_name).any(|other| index.def(other).parent == def.parent);
@@ -181,7 +181,7 @@ mod tests {
     fn the_outline_lists_declarations_with_their_fields() {
         let (a, _, _) = analysis(&[("a.jadpo", A), ("b.jadpo", B)]);
         let outline = a.document_symbols(0);
-        let names: Vec<&str> = outline.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = outline.iter().map(|s| s.name.as_ref()).collect();
         assert_eq!(names, vec!["PaymentReceived", "ledger", "record"]);
         assert_eq!(outline[0].children[0].name, "payment_id");
         assert_eq!(a.workspace_symbols("pay").len(), 2);

@@ -35,7 +35,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let checked = check(&sources, Lower::No);
+    let checked = check(&sources, Lower::DiagnosticsOnly);
     let out = match args.format {
         Format::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
         Format::Json => render::json(&sources, &checked).to_string() + "\n",
