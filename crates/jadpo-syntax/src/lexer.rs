@@ -271,6 +271,11 @@ pub struct Lexer<'a, 'e> {
     /// Where the last token ended when it was a `.`, else `usize::MAX`: a word that
     /// starts right there is a field name, whatever it spells.
     dot_end: usize,
+    /// Where the tokens end: the text's end, or the end of the piece being read
+    /// ([`Lexer::piece`]); a token that starts there or later is not read.
+    end: usize,
+    /// A token began before `end` and ended after it.
+    crossed: bool,
 }
 
 impl<'a, 'e> Lexer<'a, 'e> {
@@ -284,7 +289,24 @@ impl<'a, 'e> Lexer<'a, 'e> {
             too_deep: false,
             comments: Vec::new(),
             dot_end: usize::MAX,
+            end: src.len(),
+            crossed: false,
         }
+    }
+
+    /// The tokens of `src[start..end]`, with their places in the whole of `src`, as
+    /// the whole text's lexer would see them: its lookahead may read past `end`.
+    /// `start` must be a character boundary.
+    pub(crate) fn piece(src: &'a str, start: usize, end: usize, errors: &'e mut Vec<SyntaxError>) -> Self {
+        let mut lexer = Lexer::new(src, errors);
+        lexer.inner.bump(start);
+        lexer.end = end;
+        lexer
+    }
+
+    /// Whether a token began inside the piece and ended past it.
+    pub(crate) fn crossed_end(&self) -> bool {
+        self.crossed
     }
 
     /// The comments passed so far, in source order; after the last token, every
@@ -312,8 +334,13 @@ impl<'a, 'e> Lexer<'a, 'e> {
 
     fn next_token(&mut self) -> Option<Spanned<'a>> {
         loop {
-            let raw = self.inner.next();
+            let mut raw = self.inner.next();
             let range = self.inner.span();
+            if range.start >= self.end {
+                raw = None;
+            } else if range.end > self.end {
+                self.crossed = true;
+            }
             let span = Span::new(range.start, range.end);
             let raw = match raw {
                 None => {

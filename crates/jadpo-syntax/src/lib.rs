@@ -7,6 +7,7 @@
 
 pub mod ast;
 pub mod lexer;
+mod pieces;
 
 use ast::Span;
 use lalrpop_util::ParseError;
@@ -95,20 +96,49 @@ pub const MAX_SOURCE_LEN: usize = u32::MAX as usize;
 /// Parses one file. Never fails and never panics: a broken declaration becomes
 /// [`ast::Body::Broken`] (or is skipped when not even its name was read) and an
 /// error.
+///
+/// A long text is read in pieces at once, one per core, cut where a line starts
+/// with a declaration's keyword. The pieces' trees are the whole text's tree when
+/// every piece parsed without an error and no token crossed a cut: the grammar is
+/// LR(1), so a text has one parse, and a file is a list of declarations, so the
+/// pieces' parses joined are a parse of the whole. Otherwise (a syntax error, a
+/// block comment across a cut) the text is parsed again in one piece, so errors
+/// and their recovery are exactly those of one piece.
 pub fn parse(src: &str) -> Parsed<'_> {
+    let pieces = if src.len() < PIECE_MIN_LEN {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(src.len() / PIECE_MIN_LEN))
+    };
+    if pieces > 1
+        && let Some(parsed) = pieces::parse_in_pieces(src, &pieces::cuts(src, pieces))
+    {
+        return parsed;
+    }
+    parse_serial(src)
+}
+
+/// The shortest text read in more than one piece, and the shortest piece: below
+/// this, starting a thread costs more than it saves.
+pub const PIECE_MIN_LEN: usize = 1 << 20;
+
+/// The text in one piece.
+pub(crate) fn parse_serial(src: &str) -> Parsed<'_> {
     let mut errors = Vec::new();
     let mut recovered = Vec::new();
     let mut lists = Lists::default();
     let mut lexer = Lexer::new(src, &mut errors);
     let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer);
     let comments = lexer.take_comments();
-    let file = match result {
+    let mut file = match result {
         Ok(file) => file,
         Err(e) => {
             recovered.push(lalrpop_util::ErrorRecovery { error: e, dropped_tokens: Vec::new() });
             ast::File::default()
         }
     };
+    // The list grew by doubling; the checker holds it beside everything it builds.
+    file.decls.shrink_to_fit();
     errors.extend(recovered.into_iter().map(|r| parse_error(src, r.error)));
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     Parsed { file, errors, comments }
