@@ -131,6 +131,11 @@ fn touches(span: Span, offset: u32) -> bool {
 }
 
 impl SymbolIndex {
+    /// An empty index with room for `defs` definitions.
+    pub(crate) fn with_defs(defs: usize) -> SymbolIndex {
+        SymbolIndex { defs: Vec::with_capacity(defs), ..SymbolIndex::default() }
+    }
+
     /// The one shared copy of `name`.
     pub(crate) fn intern(&mut self, name: &str) -> Arc<str> {
         if let Some(shared) = self.names.get(name) {

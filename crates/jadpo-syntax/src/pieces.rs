@@ -48,9 +48,9 @@ pub(crate) fn parse_in_pieces<'a>(src: &'a str, cuts: &[usize]) -> Option<Parsed
     let pieces: Vec<_> = pieces.into_iter().collect::<Option<_>>()?;
     let mut decls = Vec::with_capacity(pieces.iter().map(|(d, _)| d.len()).sum());
     let mut comments = Vec::with_capacity(pieces.iter().map(|(_, c)| c.len()).sum());
-    for (d, c) in pieces {
-        decls.extend(d);
-        comments.extend(c);
+    for (mut d, mut c) in pieces {
+        decls.append(&mut d);
+        comments.append(&mut c);
     }
     Some(Parsed { file: ast::File { decls }, errors: Vec::new(), comments })
 }
@@ -62,7 +62,9 @@ fn parse_piece(src: &str, start: usize, end: usize) -> Option<(Vec<ast::Decl<'_>
     let mut recovered = Vec::new();
     let mut lists = Lists::default();
     let mut lexer = Lexer::piece(src, start, end, &mut errors);
-    let file = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer).ok()?;
+    let mut file = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer).ok()?;
+    // The list grew by doubling; its spare room would be held until the pieces are joined.
+    file.decls.shrink_to_fit();
     let clean = recovered.is_empty() && !lexer.crossed_end();
     let comments = lexer.take_comments();
     (clean && errors.is_empty()).then_some((file.decls, comments))

@@ -189,6 +189,21 @@ struct Cx<'d, 'a> {
     member_defs: Vec<Vec<DefId>>,
 }
 
+/// How many definitions the index will hold at most: each declaration, each
+/// event's entries and each action's parameters. Reserved at once, as a large
+/// program's list would otherwise grow by doubling and, for the moment of its
+/// last copy, take three times its size.
+fn defs_upper_bound(decls: &[(usize, &Decl<'_>)]) -> usize {
+    decls
+        .iter()
+        .map(|(_, d)| match (&d.body, d.kind) {
+            (Body::Block { block, .. }, DeclKind::Event) => 1 + block.entries.len(),
+            (Body::Block { params, .. }, DeclKind::Action) => 1 + params.len(),
+            _ => 1,
+        })
+        .sum()
+}
+
 /// An event's fields or an action's parameters: shared, so checking a call clones
 /// a pointer, not the list.
 type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
@@ -212,7 +227,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             },
             tests: Vec::new(),
             lower,
-            index: SymbolIndex::default(),
+            index: SymbolIndex::with_defs(defs_upper_bound(decls)),
             decl_def: vec![None; n],
             member_defs: vec![Vec::new(); n],
         }
