@@ -14,7 +14,7 @@ mod server;
 
 pub use analysis::Analysis;
 pub use lsp_server::Connection;
-pub use server::{FindFiles, Options, run};
+pub use server::{FindFiles, IDLE_AFTER_CHECK, Options, run};
 
 #[cfg(test)]
 mod tidy {

@@ -14,11 +14,21 @@ use url::Url;
 
 /// Finds the `.jadpo` files of a workspace folder, as `jadpoc check DIR` finds them
 /// (an empty list when there are none or the folder cannot be read).
-pub type FindFiles = Box<dyn Fn(&Path) -> Vec<PathBuf>>;
+pub type FindFiles = Box<dyn Fn(&Path) -> Vec<PathBuf> + Send>;
+
+/// How long the server waits, after a check, for more messages before it calls
+/// [`Options::after_check`].
+pub const IDLE_AFTER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the command line gives the server.
 pub struct Options {
     pub find_files: FindFiles,
+    /// Called once no message has come for [`IDLE_AFTER_CHECK`] after a check: a
+    /// check of a large program frees several times its text's size, and `jadpoc`
+    /// gives that back to the system here rather than hold it while the editor is
+    /// idle. Not after every check: while a user types, the next check would only
+    /// take the memory back from the system.
+    pub after_check: Box<dyn Fn() + Send>,
 }
 
 /// An open document: the editor's text, which overrides the file on disk.
@@ -59,6 +69,9 @@ pub(crate) struct Server {
     pub docs: HashMap<String, Doc>,
     pub programs: Vec<Program>,
     find_files: FindFiles,
+    after_check: Box<dyn Fn() + Send>,
+    /// A program was checked since `after_check` was last called.
+    checked: bool,
     shutting_down: bool,
     next_request: i32,
 }
@@ -135,6 +148,8 @@ pub fn run(connection: Connection, options: Options) -> Result<(), String> {
         docs: HashMap::new(),
         programs: Vec::new(),
         find_files: options.find_files,
+        after_check: options.after_check,
+        checked: false,
         shutting_down: false,
         next_request: 0,
     };
@@ -151,7 +166,23 @@ pub fn run(connection: Connection, options: Options) -> Result<(), String> {
 
 impl Server {
     fn main_loop(&mut self, receiver: &crossbeam_channel::Receiver<Message>) {
-        while let Ok(msg) = receiver.recv() {
+        loop {
+            let msg = if self.checked {
+                match receiver.recv_timeout(IDLE_AFTER_CHECK) {
+                    Ok(msg) => msg,
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                        self.checked = false;
+                        (self.after_check)();
+                        continue;
+                    }
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match receiver.recv() {
+                    Ok(msg) => msg,
+                    Err(_) => return,
+                }
+            };
             if self.handle(msg) {
                 return;
             }
@@ -399,6 +430,7 @@ impl Server {
     /// Reads a program's files (open buffers first, then disk), checks them and
     /// publishes the diagnostics that changed.
     fn refresh(&mut self, i: usize) {
+        self.checked = true;
         let program = &self.programs[i];
         let mut members: Vec<(String, Option<PathBuf>)> = Vec::new();
         if let Some(root) = &program.root {

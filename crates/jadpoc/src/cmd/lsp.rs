@@ -17,6 +17,7 @@ pub fn run(_args: LspArgs) -> ExitCode {
     // with none is an empty program, not an error.
     let options = jadpo_lsp::Options {
         find_files: Box::new(|dir: &Path| crate::load::find_files(&[dir.to_path_buf()]).unwrap_or_default()),
+        after_check: Box::new(crate::release_free_memory),
     };
     let outcome = jadpo_lsp::run(connection, options);
     // The reader thread ends when the client closes stdin; the writer when the
