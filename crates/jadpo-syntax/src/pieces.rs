@@ -7,7 +7,8 @@ use crate::{Lists, Parsed, ast, grammar};
 /// Where to cut `src` into about `pieces` pieces of even length: offsets of line
 /// starts that begin a declaration's keyword and a space, in increasing order.
 pub(crate) fn cuts(src: &str, pieces: usize) -> Vec<usize> {
-    const STARTS: [&str; 6] = ["event ", "connection ", "action ", "subscriber ", "schedule ", "test "];
+    use ast::DeclKind::*;
+    let keywords = [Event, Connection, Action, Subscriber, Schedule, Test].map(ast::DeclKind::keyword);
     let mut cuts = Vec::with_capacity(pieces - 1);
     let mut from = 0;
     for k in 1..pieces {
@@ -15,7 +16,7 @@ pub(crate) fn cuts(src: &str, pieces: usize) -> Vec<usize> {
         let Some(rest) = src.get(target..) else { break };
         let found = rest.match_indices('\n').map(|(i, _)| target + i + 1).find(|&line| {
             let text = &src[line..];
-            STARTS.iter().any(|k| text.starts_with(k))
+            keywords.iter().any(|k| text.strip_prefix(k).is_some_and(|rest| rest.starts_with(' ')))
         });
         match found {
             Some(cut) => {
