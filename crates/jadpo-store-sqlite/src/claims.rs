@@ -4,7 +4,7 @@
 
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
-use super::outcomes::{INSERT_ATTEMPT, attempt_with};
+use super::outcomes::{AttemptRow, insert_attempts};
 use super::{Columns, Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
@@ -256,11 +256,18 @@ fn insert_lost_attempts(tx: &Transaction<'_>, lost: &[LostAttempt], now_ms: i64)
         return Ok(());
     }
     let f = Failure::lease_expired();
-    let mut stmt = tx.prepare_cached(INSERT_ATTEMPT)?;
-    for l in lost {
-        attempt_with(&mut stmt, l.delivery, l.attempt, l.started_at_ms, now_ms, Some(&f), None)?;
-    }
-    Ok(())
+    let rows: Vec<AttemptRow<'_>> = lost
+        .iter()
+        .map(|l| AttemptRow {
+            delivery: l.delivery,
+            attempt: l.attempt,
+            started_at_ms: l.started_at_ms,
+            ended_at_ms: now_ms,
+            failure: Some(&f),
+            http_status: None,
+        })
+        .collect();
+    insert_attempts(tx, &rows)
 }
 
 pub(super) fn claim(
