@@ -315,17 +315,33 @@ impl Columns {
         Columns(stmt.column_names().enumerate().map(|(i, name)| (name.to_string(), i)).collect())
     }
 
-    /// The value of column `name` in `r`.
-    pub(crate) fn get<T: rusqlite::types::FromSql>(&self, r: &rusqlite::Row<'_>, name: &str) -> Result<T, Error> {
+    /// The position of column `name`.
+    pub(crate) fn index(&self, name: &str) -> Result<usize, Error> {
         match self.0.get(name) {
-            Some(&i) => Ok(r.get(i)?),
+            Some(&i) => Ok(i),
             None => Err(rusqlite::Error::InvalidColumnName(name.to_string()).into()),
         }
+    }
+
+    /// The positions of the columns `names`, looked up once for a query whose
+    /// rows are many (a lookup by name for every value read was a tenth of a
+    /// claim's instructions).
+    pub(crate) fn indices<const N: usize>(&self, names: [&str; N]) -> Result<[usize; N], Error> {
+        let mut out = [0; N];
+        for (slot, name) in out.iter_mut().zip(names) {
+            *slot = self.index(name)?;
+        }
+        Ok(out)
     }
 }
 
 fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
-    let found = match r.get_ref(column)? {
+    count_in(r.get_ref(column)?, column, row)
+}
+
+/// The count `value`, read from `column` of `row` (see [`count_at`]).
+fn count_in<T: Count>(value: ValueRef<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
+    let found = match value {
         ValueRef::Integer(v) => return Ok(count_of(v, row, column)?),
         ValueRef::Null => "no value".to_string(),
         ValueRef::Real(v) => format!("`{v}`"),
