@@ -202,7 +202,7 @@ impl SqliteStore {
     fn prepare(&self, wal: bool, access: Access) -> Result<i64, Error> {
         let path = self.path.clone();
         let mut conn = self.lock();
-        conn.busy_timeout(busy::busy_timeout(self.lock_wait))?;
+        busy::wait_on_locks(&mut conn, self.lock_wait)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // A stable plan per statement: without it SQLite re-prepares a cached
         // statement whenever a bound value (`now`, a state) changes, which was most
