@@ -43,7 +43,7 @@ fn insert_attempts_sql(rows: usize) -> &'static str {
         ATTEMPT_CHUNKS
             .iter()
             .map(|&n| {
-                let one = format!("({})", vec!["?"; ATTEMPT_VALUES].join(", "));
+                let one = format!("({})", ["?"; ATTEMPT_VALUES].join(", "));
                 format!("INSERT INTO jadpo_attempts ({ATTEMPT_COLUMNS}) VALUES {}", vec![one; n].join(", "))
             })
             .collect()
