@@ -42,7 +42,30 @@ fn busy_pause(attempt: i32) -> Duration {
 /// [`busy_timeout`]`(lock_wait)` in one statement (then [`with_retry`] runs
 /// the whole transaction again).
 pub(super) fn wait_on_locks(conn: &mut Connection, lock_wait: Duration) -> Result<(), Error> {
-    let limit = busy_timeout(lock_wait);
+    wait_for(conn, busy_timeout(lock_wait))
+}
+
+/// How long a checkpoint that starts the write-ahead log over waits for the
+/// transactions of other connections to end: they take milliseconds, and a
+/// reader that keeps one open longer (a shell, a backup) must not hold up
+/// every commit after it for the whole lock wait.
+pub(super) const CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
+
+/// Run `f` with `conn` waiting on locks for at most [`CHECKPOINT_WAIT`], then
+/// as for `lock_wait` again.
+pub(super) fn waiting_briefly<T>(
+    conn: &mut Connection,
+    lock_wait: Duration,
+    f: impl FnOnce(&Connection) -> T,
+) -> Result<T, Error> {
+    wait_for(conn, CHECKPOINT_WAIT)?;
+    let out = f(conn);
+    wait_on_locks(conn, lock_wait)?;
+    Ok(out)
+}
+
+/// Make `conn`'s busy handler wait up to `limit` in one wait.
+fn wait_for(conn: &mut Connection, limit: Duration) -> Result<(), Error> {
     let mut since = Instant::now();
     conn.busy_handler(Some(move |attempt: i32| {
         // SQLite counts the looks of one wait from 0.

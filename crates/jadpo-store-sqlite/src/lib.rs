@@ -40,6 +40,7 @@ use jadpo_core::store::{
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -56,6 +57,9 @@ pub struct SqliteStore {
     /// The file's schema version: [`schema::VERSION`] once migrated; older only on
     /// a read-only handle, which reads what that version has.
     version: i64,
+    /// The write-ahead log's size past which the next commit starts it over
+    /// ([`WAL_LIMIT`], and twice the log's size after a checkpoint that could not).
+    log_limit: AtomicU64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -116,7 +120,13 @@ impl SqliteStore {
             Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&shown, e))?;
-        let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
+        let mut store = SqliteStore {
+            conn: Mutex::new(conn),
+            path: shown,
+            lock_wait: options.lock_wait,
+            version: 0,
+            log_limit: AtomicU64::new(WAL_LIMIT),
+        };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
             // SQLite reads a store in WAL mode through its log (`-wal`) and the
@@ -156,6 +166,7 @@ impl SqliteStore {
             path: ":memory:".into(),
             lock_wait: jadpo_core::store::DEFAULT_LOCK_WAIT,
             version: 0,
+            log_limit: AtomicU64::new(WAL_LIMIT),
         };
         store.version = store.prepare(false, Access::ReadWrite)?;
         Ok(store)
@@ -252,8 +263,31 @@ impl SqliteStore {
     fn write<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
         let mut conn = self.lock();
         let written = busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?;
-        keep_log_short(&conn, &self.path);
+        self.keep_log_short(&mut conn);
         Ok(written)
+    }
+
+    /// Fold the write-ahead log into the file and start it over if it has grown
+    /// past its limit, waiting at most [`busy::CHECKPOINT_WAIT`] for other
+    /// connections' transactions. The commit before it stands either way. A
+    /// checkpoint that fails or cannot finish (a reader keeps an older
+    /// snapshot open) is tried again once the log is twice as long, so that
+    /// such a reader costs the commits after it little: each try holds the
+    /// write lock while it waits.
+    fn keep_log_short(&self, conn: &mut Connection) {
+        let log = format!("{}-wal", self.path);
+        let Ok(size) = std::fs::metadata(log).map(|m| m.len()) else {
+            return;
+        };
+        if size <= self.log_limit.load(Ordering::Relaxed) {
+            return;
+        }
+        // The pragma's first column says whether it could not finish.
+        let done = busy::waiting_briefly(conn, self.lock_wait, |c| {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
+        });
+        let next = if matches!(done, Ok(Ok(0))) { WAL_LIMIT } else { size.saturating_mul(2) };
+        self.log_limit.store(next, Ordering::Relaxed);
     }
 
     /// Whether the file has the pauses' columns (a read-only handle on an older
@@ -279,17 +313,6 @@ impl SqliteStore {
 /// log to 59 MiB (133 MiB with `status` asked ten times a second), beside a
 /// 74 MiB store.
 const WAL_LIMIT: u64 = 16 << 20;
-
-/// Fold the log of the store at `path` into the file and start it over if it
-/// has grown past [`WAL_LIMIT`]. The commit before it stands either way: a
-/// checkpoint that fails or cannot finish (the lock wait spent) is left to the
-/// next commit.
-fn keep_log_short(conn: &Connection, path: &str) {
-    let log = format!("{path}-wal");
-    if std::fs::metadata(log).is_ok_and(|m| m.len() > WAL_LIMIT) {
-        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-    }
-}
 
 /// A read-only connection to the store at `path` for a process that cannot make
 /// the store's log or its index: the file read as it is on disk
