@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Outbox throughput with the fake driver, on the release build.
 #
-#   crates/jadpo-runtime/benches/throughput.sh [EVENTS]   (default 100000)
+#   crates/jadpo-runtime/benches/throughput.sh [EVENTS] [PROCESSES]   (default 100000 1)
 #
 # 1. emit EVENTS events through `jadpoc emit --ndjson` (one delivery each) and time it;
-# 2. `jadpoc run --fake c=ok --log-format json` until every delivery is `succeeded`;
+# 2. PROCESSES `jadpoc run --fake c=ok --log-format json` on the one store file until
+#    every delivery is `succeeded` (with more than one, each delivery's outcome must be
+#    in exactly one process's log: none run twice);
 #    deliveries/s is measured from the first to the last outcome in the log (every
 #    outcome committed: WAL, synchronous=FULL, one transaction per batch), and, as
 #    a user waits, from starting `run` to `jadpoc status` showing every delivery
 #    succeeded (the log is looked at every 0.05 s, and status asked once when it
 #    holds every outcome: asking status over and over would take the machine's
 #    time from the run it measures);
-# 3. the run's peak RSS (from /proc) while it works through the queue.
+# 3. the run's peak RSS (from /proc) while it works through the queue (the first
+#    process's), and the store's write-ahead log's size at the end.
 # The line `deliveries/s: N (EVENTS events)` repeats step 2's figure alone, for
 # scripts to read.
 #
 # `JADPOC=PATH` runs that binary instead of building one (to compare builds).
 set -euo pipefail
 EVENTS=${1:-100000}
+PROCESSES=${2:-1}
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -39,33 +43,46 @@ E=$(date +%s.%N)
 echo "emit: $EVENTS events in $(echo "$E - $S" | bc) s ($(echo "$EVENTS / ($E - $S)" | bc) events/s)"
 
 S=$(date +%s.%N)
-"$J" run p.jadpo --fake c=ok --log-format json 2>run.log &
-PID=$!
+PIDS=()
+for n in $(seq "$PROCESSES"); do
+  "$J" run p.jadpo --fake c=ok --log-format json 2>"run.$n.log" &
+  PIDS+=($!)
+done
 PEAK=0
 while true; do
-  RSS=$(awk '/VmHWM/ {print $2}' /proc/$PID/status 2>/dev/null || echo 0)
+  RSS=$(awk '/VmHWM/ {print $2}' "/proc/${PIDS[0]}/status" 2>/dev/null || echo 0)
   [ "$RSS" -gt "$PEAK" ] && PEAK=$RSS
-  DONE=$(grep -c '"state":"succeeded"' run.log || true)
+  DONE=$(cat run.*.log | grep -c '"state":"succeeded"' || true)
   [ "$DONE" -ge "$EVENTS" ] && break
-  running $PID run.log
+  for n in $(seq "$PROCESSES"); do
+    running "${PIDS[$((n - 1))]}" "run.$n.log"
+  done
   sleep 0.05
 done
 # The log says every outcome is written: `status` is asked once, as a user would.
 SEEN=$("$J" status --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["states"].get("succeeded", 0))')
 E=$(date +%s.%N)
 [ "$SEEN" -ge "$EVENTS" ] || { echo "status shows $SEEN succeeded of $EVENTS" >&2; exit 1; }
-echo "run: start to every delivery succeeded in status: $(echo "$E - $S" | bc) s ($(echo "$EVENTS / ($E - $S)" | bc) deliveries/s)"
-kill -TERM $PID
-wait $PID
-python3 - "$EVENTS" <<'PY'
-import json, sys
+echo "run: start to every delivery succeeded in status: $(echo "$E - $S" | bc) s ($(echo "$EVENTS / ($E - $S)" | bc) deliveries/s, $PROCESSES process(es))"
+WAL=$(stat -c %s .jadpo/outbox.db-wal 2>/dev/null || echo 0)
+kill -TERM "${PIDS[@]}"
+wait "${PIDS[@]}"
+python3 - "$EVENTS" "$PROCESSES" <<'PY'
+import glob, json, sys
 from datetime import datetime
-ts = [json.loads(l)["at"] for l in open("run.log") if l.startswith("{") and '"delivery.attempt"' in l]
+lines = [json.loads(l) for p in sorted(glob.glob("run.*.log")) for l in open(p)
+         if l.startswith("{") and '"delivery.attempt"' in l]
+ids = [l.get("delivery") for l in lines]
+if len(set(ids)) != len(ids):
+    sys.exit(f"{len(ids) - len(set(ids))} deliveries ran more than once")
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-span = f(ts[-1]) - f(ts[0])
+ts = sorted(f(l["at"]) for l in lines)
+span = ts[-1] - ts[0]
 rate = len(ts) / max(span, 1e-9)
 print(f"deliver: {len(ts)} outcomes in {span:.2f} s ({rate:.0f} deliveries/s)")
-print(f"deliveries/s: {rate:.0f} ({sys.argv[1]} events)")
+context = f"{sys.argv[1]} events" + (f", {sys.argv[2]} processes" if sys.argv[2] != "1" else "")
+print(f"deliveries/s: {rate:.0f} ({context})")
 PY
+echo "write-ahead log at the end: $((WAL / 1024)) KiB"
 echo "run peak RSS: $((PEAK / 1024)) MiB"
 echo "store: $(du -h .jadpo/outbox.db | cut -f1)"

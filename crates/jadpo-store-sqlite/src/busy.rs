@@ -15,9 +15,70 @@ use web_time::Instant;
 /// whole transaction is run again, until the store's lock wait is spent.
 const BUSY_HANDLER_MAX: Duration = Duration::from_secs(5);
 
+/// The busy handler's first pause; each next one is twice as long, up to
+/// [`BUSY_PAUSE_MAX`].
+const BUSY_PAUSE_MIN: Duration = Duration::from_micros(50);
+
+/// The busy handler's longest pause. A write transaction holds the lock for a
+/// few milliseconds; SQLite's own handler (`busy_timeout`) sleeps 1, 2, 5, 10,
+/// then up to 100 ms between looks, so that with several processes on one
+/// file the lock stood free while they all slept, and four processes
+/// delivered less in all than one.
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(1);
+
 /// The busy handler's wait for a store whose lock wait is `lock_wait`.
-pub(super) fn busy_timeout(lock_wait: Duration) -> Duration {
+fn busy_timeout(lock_wait: Duration) -> Duration {
     lock_wait.min(BUSY_HANDLER_MAX)
+}
+
+/// The busy handler's pause before its look number `attempt` + 2.
+fn busy_pause(attempt: i32) -> Duration {
+    let doublings = u32::try_from(attempt).unwrap_or(0).min(16);
+    BUSY_PAUSE_MIN.saturating_mul(1 << doublings).min(BUSY_PAUSE_MAX)
+}
+
+/// Make `conn` wait on a lock another connection holds: it looks again after
+/// a short pause, growing to [`BUSY_PAUSE_MAX`], for up to
+/// [`busy_timeout`]`(lock_wait)` in one statement (then [`with_retry`] runs
+/// the whole transaction again).
+pub(super) fn wait_on_locks(conn: &mut Connection, lock_wait: Duration) -> Result<(), Error> {
+    wait_for(conn, busy_timeout(lock_wait))
+}
+
+/// How long a checkpoint that starts the write-ahead log over waits for the
+/// transactions of other connections to end: they take milliseconds, and a
+/// reader that keeps one open longer (a shell, a backup) must not hold up
+/// every commit after it for the whole lock wait.
+pub(super) const CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
+
+/// Run `f` with `conn` waiting on locks for at most [`CHECKPOINT_WAIT`], then
+/// as for `lock_wait` again.
+pub(super) fn waiting_briefly<T>(
+    conn: &mut Connection,
+    lock_wait: Duration,
+    f: impl FnOnce(&Connection) -> T,
+) -> Result<T, Error> {
+    wait_for(conn, CHECKPOINT_WAIT)?;
+    let out = f(conn);
+    wait_on_locks(conn, lock_wait)?;
+    Ok(out)
+}
+
+/// Make `conn`'s busy handler wait up to `limit` in one wait.
+fn wait_for(conn: &mut Connection, limit: Duration) -> Result<(), Error> {
+    let mut since = Instant::now();
+    conn.busy_handler(Some(move |attempt: i32| {
+        // SQLite counts the looks of one wait from 0.
+        if attempt == 0 {
+            since = Instant::now();
+        }
+        if since.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(busy_pause(attempt));
+        true
+    }))?;
+    Ok(())
 }
 
 fn sqlite_code(e: &Error) -> Option<ErrorCode> {

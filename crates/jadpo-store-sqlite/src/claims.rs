@@ -4,8 +4,8 @@
 
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
-use super::outcomes::{INSERT_ATTEMPT, attempt_with};
-use super::{Columns, Error, RowOf, count_at, failure_of, state_of};
+use super::outcomes::{AttemptRow, insert_attempts};
+use super::{Columns, Error, RowOf, count_in, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
 use jadpo_core::rules::breaker::BreakerRow;
@@ -41,37 +41,81 @@ fn read_claim_rows(
          WHERE d.state = :state AND d.due_at <= :now{held_back} ORDER BY d.due_at, d.id LIMIT :limit"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
-    let c = Columns::of(&stmt);
+    let [
+        id,
+        subscriber,
+        connection,
+        state_at,
+        attempts,
+        due_at_at,
+        lease_until,
+        budget_start,
+        held_ms,
+        last_code,
+        last_kind,
+        last_reason,
+        claimed_at,
+        handled,
+        event_id,
+        event,
+        payload,
+        ordered,
+    ] = Columns::of(&stmt).indices([
+        "id",
+        "subscriber",
+        "connection",
+        "state",
+        "attempts",
+        "due_at",
+        "lease_until",
+        "budget_start",
+        "held_ms",
+        "last_code",
+        "last_kind",
+        "last_reason",
+        "claimed_at",
+        "handled",
+        "event_id",
+        "event",
+        "payload",
+        "ordered",
+    ])?;
     let mut rows = stmt.query(named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        let state = state_of(&c.get::<String>(r, "state")?)?;
-        let due_at: Option<i64> = c.get(r, "due_at")?;
-        let id = c.get(r, "id")?;
+        // Read in place: a state is one of a few words, not worth a string.
+        let state = r.get_ref(state_at)?;
+        let state = state_of(
+            state
+                .as_str()
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(state_at, state.data_type(), Box::new(e)))?,
+        )?;
+        let due_at: Option<i64> = r.get(due_at_at)?;
+        let id = r.get(id)?;
         let record = Record {
             state,
-            attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
+            attempts: count_in(r.get_ref(attempts)?, "attempts", RowOf::Delivery(id))?,
             due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
-            lease_until_ms: c.get(r, "lease_until")?,
-            budget_start_ms: c.get(r, "budget_start")?,
-            held_ms: c.get(r, "held_ms")?,
-            last_failure: failure_of(c.get(r, "last_code")?, c.get(r, "last_kind")?, c.get(r, "last_reason")?)?,
+            lease_until_ms: r.get(lease_until)?,
+            budget_start_ms: r.get(budget_start)?,
+            held_ms: r.get(held_ms)?,
+            last_failure: failure_of(r.get(last_code)?, r.get(last_kind)?, r.get(last_reason)?)?,
         };
         out.push(ClaimRow {
             candidate: ClaimCandidate {
                 id,
-                subscriber: c.get(r, "subscriber")?,
-                connection: c.get(r, "connection")?,
+                subscriber: r.get(subscriber)?,
+                connection: r.get(connection)?,
                 record,
-                handled: c.get(r, "handled")?,
+                handled: r.get(handled)?,
                 breaker: BreakerRow::default(),
             },
             due_at,
-            claimed_at: c.get(r, "claimed_at")?,
-            event_id: c.get(r, "event_id")?,
-            event: c.get(r, "event")?,
-            payload: c.get(r, "payload")?,
-            ordered: c.get(r, "ordered")?,
+            claimed_at: r.get(claimed_at)?,
+            event_id: r.get(event_id)?,
+            event: r.get(event)?,
+            payload: r.get(payload)?,
+            ordered: r.get(ordered)?,
         });
     }
     Ok(out)
@@ -256,11 +300,18 @@ fn insert_lost_attempts(tx: &Transaction<'_>, lost: &[LostAttempt], now_ms: i64)
         return Ok(());
     }
     let f = Failure::lease_expired();
-    let mut stmt = tx.prepare_cached(INSERT_ATTEMPT)?;
-    for l in lost {
-        attempt_with(&mut stmt, l.delivery, l.attempt, l.started_at_ms, now_ms, Some(&f), None)?;
-    }
-    Ok(())
+    let rows: Vec<AttemptRow<'_>> = lost
+        .iter()
+        .map(|l| AttemptRow {
+            delivery: l.delivery,
+            attempt: l.attempt,
+            started_at_ms: l.started_at_ms,
+            ended_at_ms: now_ms,
+            failure: Some(&f),
+            http_status: None,
+        })
+        .collect();
+    insert_attempts(tx, &rows)
 }
 
 pub(super) fn claim(

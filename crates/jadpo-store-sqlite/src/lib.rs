@@ -40,6 +40,7 @@ use jadpo_core::store::{
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -56,6 +57,9 @@ pub struct SqliteStore {
     /// The file's schema version: [`schema::VERSION`] once migrated; older only on
     /// a read-only handle, which reads what that version has.
     version: i64,
+    /// The write-ahead log's size past which the next commit starts it over
+    /// ([`WAL_LIMIT`], and twice the log's size after a checkpoint that could not).
+    log_limit: AtomicU64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -116,7 +120,13 @@ impl SqliteStore {
             Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&shown, e))?;
-        let mut store = SqliteStore { conn: Mutex::new(conn), path: shown, lock_wait: options.lock_wait, version: 0 };
+        let mut store = SqliteStore {
+            conn: Mutex::new(conn),
+            path: shown,
+            lock_wait: options.lock_wait,
+            version: 0,
+            log_limit: AtomicU64::new(WAL_LIMIT),
+        };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
             // SQLite reads a store in WAL mode through its log (`-wal`) and the
@@ -156,6 +166,7 @@ impl SqliteStore {
             path: ":memory:".into(),
             lock_wait: jadpo_core::store::DEFAULT_LOCK_WAIT,
             version: 0,
+            log_limit: AtomicU64::new(WAL_LIMIT),
         };
         store.version = store.prepare(false, Access::ReadWrite)?;
         Ok(store)
@@ -202,7 +213,7 @@ impl SqliteStore {
     fn prepare(&self, wal: bool, access: Access) -> Result<i64, Error> {
         let path = self.path.clone();
         let mut conn = self.lock();
-        conn.busy_timeout(busy::busy_timeout(self.lock_wait))?;
+        busy::wait_on_locks(&mut conn, self.lock_wait)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // A stable plan per statement: without it SQLite re-prepares a cached
         // statement whenever a bound value (`now`, a state) changes, which was most
@@ -246,6 +257,39 @@ impl SqliteStore {
         Ok(busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?)
     }
 
+    /// [`with_retry`](Self::with_retry) for a write a run makes over and over
+    /// (claims, outcomes, emits): once it is committed, the write-ahead log is
+    /// kept short (see [`WAL_LIMIT`]).
+    fn write<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
+        let mut conn = self.lock();
+        let written = busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?;
+        self.keep_log_short(&mut conn);
+        Ok(written)
+    }
+
+    /// Fold the write-ahead log into the file and start it over if it has grown
+    /// past its limit, waiting at most [`busy::CHECKPOINT_WAIT`] for other
+    /// connections' transactions. The commit before it stands either way. A
+    /// checkpoint that fails or cannot finish (a reader keeps an older
+    /// snapshot open) is tried again once the log is twice as long, so that
+    /// such a reader costs the commits after it little: each try holds the
+    /// write lock while it waits.
+    fn keep_log_short(&self, conn: &mut Connection) {
+        let log = format!("{}-wal", self.path);
+        let Ok(size) = std::fs::metadata(log).map(|m| m.len()) else {
+            return;
+        };
+        if size <= self.log_limit.load(Ordering::Relaxed) {
+            return;
+        }
+        // The pragma's first column says whether it could not finish.
+        let done = busy::waiting_briefly(conn, self.lock_wait, |c| {
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
+        });
+        let next = if matches!(done, Ok(Ok(0))) { WAL_LIMIT } else { size.saturating_mul(2) };
+        self.log_limit.store(next, Ordering::Relaxed);
+    }
+
     /// Whether the file has the pauses' columns (a read-only handle on an older
     /// store reads every connection as unpaused).
     fn has_pauses(&self) -> bool {
@@ -258,6 +302,17 @@ impl SqliteStore {
         self.version >= schema::VERSION_WITH_EVENT_STATES
     }
 }
+
+/// The size of the write-ahead log (`-wal`) past which a commit folds the log
+/// into the file and starts it over (`wal_checkpoint(TRUNCATE)`, which waits
+/// for the readers of older snapshots to end). SQLite's own checkpoint after a
+/// commit (every 1,000 pages) copies what no reader still needs, but the log
+/// starts over only at a moment no transaction reads it; with several
+/// processes on one file (or `jadpoc status` asked while a run works) there
+/// was seldom such a moment, and 300,000 deliveries by four processes grew the
+/// log to 59 MiB (133 MiB with `status` asked ten times a second), beside a
+/// 74 MiB store.
+const WAL_LIMIT: u64 = 16 << 20;
 
 /// A read-only connection to the store at `path` for a process that cannot make
 /// the store's log or its index: the file read as it is on disk
@@ -315,17 +370,33 @@ impl Columns {
         Columns(stmt.column_names().enumerate().map(|(i, name)| (name.to_string(), i)).collect())
     }
 
-    /// The value of column `name` in `r`.
-    pub(crate) fn get<T: rusqlite::types::FromSql>(&self, r: &rusqlite::Row<'_>, name: &str) -> Result<T, Error> {
+    /// The position of column `name`.
+    pub(crate) fn index(&self, name: &str) -> Result<usize, Error> {
         match self.0.get(name) {
-            Some(&i) => Ok(r.get(i)?),
+            Some(&i) => Ok(i),
             None => Err(rusqlite::Error::InvalidColumnName(name.to_string()).into()),
         }
+    }
+
+    /// The positions of the columns `names`, looked up once for a query whose
+    /// rows are many (a lookup by name for every value read was a tenth of a
+    /// claim's instructions).
+    pub(crate) fn indices<const N: usize>(&self, names: [&str; N]) -> Result<[usize; N], Error> {
+        let mut out = [0; N];
+        for (slot, name) in out.iter_mut().zip(names) {
+            *slot = self.index(name)?;
+        }
+        Ok(out)
     }
 }
 
 fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
-    let found = match r.get_ref(column)? {
+    count_in(r.get_ref(column)?, column, row)
+}
+
+/// The count `value`, read from `column` of `row` (see [`count_at`]).
+fn count_in<T: Count>(value: ValueRef<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
+    let found = match value {
         ValueRef::Integer(v) => return Ok(count_of(v, row, column)?),
         ValueRef::Null => "no value".to_string(),
         ValueRef::Real(v) => format!("`{v}`"),
@@ -351,7 +422,7 @@ fn uri_path(path: &Path) -> String {
 
 impl Store for SqliteStore {
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
+        self.write(|conn| outcomes::emit(conn, events, now_ms))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -494,7 +565,7 @@ impl Store for SqliteStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
-        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
+        self.write(|conn| claims::claim(conn, now_ms, limit, decide, raise))
     }
 
     fn record_raising(
@@ -506,7 +577,7 @@ impl Store for SqliteStore {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
+        self.write(|conn| outcomes::record(conn, outcomes, raised, raise))
     }
 
     fn sweep_breakers_raising(

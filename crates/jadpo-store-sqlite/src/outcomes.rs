@@ -8,7 +8,7 @@ use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure, Record};
 use jadpo_core::store::Raise;
 use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
-use rusqlite::{Connection, Statement, Transaction, TransactionBehavior, named_params, params};
+use rusqlite::{Connection, Statement, ToSql, Transaction, TransactionBehavior, named_params, params};
 use std::collections::HashMap;
 
 /// A failure's short human reason, as the store keeps it.
@@ -23,41 +23,77 @@ pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> R
     Ok(ids)
 }
 
-/// The statement adding an attempt to a delivery's history. Its values are bound
-/// by position, in the order of `INSERT_ATTEMPT_PARAMS` (a test holds the
-/// statement's names to it): rusqlite looks a name up for every value bound,
-/// which was a twelfth of a run.
-pub(super) const INSERT_ATTEMPT: &str = "INSERT INTO jadpo_attempts \
-     (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status, reason) \
-     VALUES (:delivery, :attempt, :started, :duration, :outcome, :code, :kind, :status, :reason)";
+/// The columns of an attempt row, in the order [`insert_attempts`] binds them.
+const ATTEMPT_COLUMNS: &str = "delivery_id, attempt, started_at, duration_ms, outcome, code, kind, http_status, reason";
 
-/// [`INSERT_ATTEMPT`]'s parameters, in the order SQLite numbers them.
-#[cfg(test)]
-pub(super) const INSERT_ATTEMPT_PARAMS: [&str; 9] =
-    [":delivery", ":attempt", ":started", ":duration", ":outcome", ":code", ":kind", ":status", ":reason"];
+/// The number of values each attempt row binds (one a column of [`ATTEMPT_COLUMNS`]).
+const ATTEMPT_VALUES: usize = 9;
 
-/// Add an attempt to a delivery's history with [`INSERT_ATTEMPT`] (looked up
-/// once for a batch): failed with `failure`, else succeeded.
-pub(super) fn attempt_with(
-    stmt: &mut Statement<'_>,
-    delivery: i64,
-    attempt: u32,
-    started_at_ms: i64,
-    ended_at_ms: i64,
-    failure: Option<&Failure>,
-    http_status: Option<u16>,
-) -> Result<(), Error> {
-    stmt.execute(params![
-        delivery,
-        attempt,
-        started_at_ms,
-        ended_at_ms.saturating_sub(started_at_ms).max(0),
-        if failure.is_some() { "failed" } else { "succeeded" },
-        failure.map(|f| f.code.as_str()),
-        failure.map(|f| f.kind.as_str()),
-        http_status,
-        failure.and_then(reason_of),
-    ])?;
+/// The rows one statement adds to the history at most: a batch is written in
+/// chunks of these sizes, largest first, so that a few prepared statements
+/// (one a size) serve any batch. One statement of many rows costs SQLite far
+/// less per row than a statement a row.
+const ATTEMPT_CHUNKS: [usize; 4] = [64, 16, 4, 1];
+
+/// The statement adding `rows` attempts (a size of [`ATTEMPT_CHUNKS`]): its
+/// text, made once a size.
+fn insert_attempts_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        ATTEMPT_CHUNKS
+            .iter()
+            .map(|&n| {
+                let one = format!("({})", ["?"; ATTEMPT_VALUES].join(", "));
+                format!("INSERT INTO jadpo_attempts ({ATTEMPT_COLUMNS}) VALUES {}", vec![one; n].join(", "))
+            })
+            .collect()
+    });
+    let i = ATTEMPT_CHUNKS.iter().position(|&n| n == rows).unwrap_or(ATTEMPT_CHUNKS.len() - 1);
+    &all[i]
+}
+
+/// An attempt to add to a delivery's history: failed with `failure`, else
+/// succeeded.
+pub(super) struct AttemptRow<'a> {
+    pub(super) delivery: i64,
+    pub(super) attempt: u32,
+    pub(super) started_at_ms: i64,
+    pub(super) ended_at_ms: i64,
+    pub(super) failure: Option<&'a Failure>,
+    pub(super) http_status: Option<u16>,
+}
+
+/// Add `rows` to the history, in order, a chunk of [`ATTEMPT_CHUNKS`] rows a
+/// statement, bound by position (rusqlite looks a name up for every value
+/// bound).
+pub(super) fn insert_attempts(tx: &Transaction<'_>, rows: &[AttemptRow<'_>]) -> Result<(), Error> {
+    let mut left = rows;
+    while !left.is_empty() {
+        let size = ATTEMPT_CHUNKS.iter().copied().find(|&n| n <= left.len()).unwrap_or(1);
+        let (chunk, rest) = left.split_at(size.min(left.len()));
+        let mut stmt = tx.prepare_cached(insert_attempts_sql(chunk.len()))?;
+        for (j, a) in chunk.iter().enumerate() {
+            let duration = a.ended_at_ms.saturating_sub(a.started_at_ms).max(0);
+            let outcome = if a.failure.is_some() { "failed" } else { "succeeded" };
+            let (code, kind) = (a.failure.map(|f| f.code.as_str()), a.failure.map(|f| f.kind.as_str()));
+            let values: [&dyn ToSql; ATTEMPT_VALUES] = [
+                &a.delivery,
+                &a.attempt,
+                &a.started_at_ms,
+                &duration,
+                &outcome,
+                &code,
+                &kind,
+                &a.http_status,
+                &a.failure.and_then(reason_of),
+            ];
+            for (k, value) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(j * ATTEMPT_VALUES + k + 1, value)?;
+            }
+        }
+        stmt.raw_execute()?;
+        left = rest;
+    }
     Ok(())
 }
 
@@ -115,28 +151,36 @@ pub(super) fn record(
     {
         // Looked up once for the batch, not once an outcome.
         let mut concluding = tx.prepare_cached(CONCLUDE)?;
-        let mut attempts = tx.prepare_cached(INSERT_ATTEMPT)?;
         for (i, r) in outcomes.iter().enumerate() {
-            if !conclude_with(&mut concluding, r)? {
-                // Its lease ended and another claim took it: that claim owns it now.
-                continue;
+            // An outcome whose delivery's lease ended and another claim took
+            // is not written: that claim owns it now.
+            if conclude_with(&mut concluding, r)? {
+                written.push(i);
             }
-            written.push(i);
-            if let Some(events) = raised.get(i) {
-                insert_events(&tx, events, r.ended_at_ms)?;
-            }
-            let failure = r.outcome.failure();
-            attempt_with(
-                &mut attempts,
-                r.id,
-                r.attempt,
-                r.started_at_ms,
-                r.ended_at_ms,
-                failure.as_ref(),
-                r.outcome.http_status(),
-            )?;
         }
     }
+    for &i in &written {
+        if let Some(events) = raised.get(i).filter(|e| !e.is_empty()) {
+            insert_events(&tx, events, outcomes[i].ended_at_ms)?;
+        }
+    }
+    let failures: Vec<Option<Failure>> = written.iter().map(|&i| outcomes[i].outcome.failure()).collect();
+    let attempts: Vec<AttemptRow<'_>> = written
+        .iter()
+        .zip(&failures)
+        .map(|(&i, failure)| {
+            let r = &outcomes[i];
+            AttemptRow {
+                delivery: r.id,
+                attempt: r.attempt,
+                started_at_ms: r.started_at_ms,
+                ended_at_ms: r.ended_at_ms,
+                failure: failure.as_ref(),
+                http_status: r.outcome.http_status(),
+            }
+        })
+        .collect();
+    insert_attempts(&tx, &attempts)?;
     // Count each written outcome for its connection's breaker, in order.
     let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
     for r in written.iter().map(|&i| &outcomes[i]) {

@@ -240,10 +240,7 @@ fn a_cleared_store_in_memory_is_as_new_and_a_file_is_refused() {
 fn statements_bound_by_position_number_their_names_in_the_order_bound() {
     let store = store();
     let conn = store.lock();
-    let outcomes = [
-        (outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS[..]),
-        (outcomes::INSERT_ATTEMPT, &outcomes::INSERT_ATTEMPT_PARAMS[..]),
-    ];
+    let outcomes = [(outcomes::CONCLUDE, &outcomes::CONCLUDE_PARAMS[..])];
     for (sql, names) in outcomes.into_iter().chain(claims::WRITE_PARAMS) {
         let stmt = conn.prepare(sql).expect("prepare");
         assert_eq!(stmt.parameter_count(), names.len(), "{sql}");
@@ -293,4 +290,44 @@ fn a_store_of_version_six_keeps_its_handled_records_on_its_deliveries() {
         .expect("count");
     assert_eq!(tables, 0);
     assert_eq!(store.prune_preview(&plan).expect("preview").handled, 1);
+}
+
+#[test]
+fn attempts_added_in_chunks_are_each_added_once_in_order() {
+    // 85 = 64 + 16 + 4 + 1: one statement of each size.
+    for n in [0usize, 1, 3, 5, 85] {
+        let s = store();
+        let failure = Failure::new("fake.unavailable", FailureKind::Unavailable);
+        let rows: Vec<outcomes::AttemptRow<'_>> = (0..n)
+            .map(|i| outcomes::AttemptRow {
+                delivery: 1,
+                attempt: i as u32 + 1,
+                started_at_ms: T0 + i as i64,
+                ended_at_ms: T0 + 2 * i as i64,
+                failure: (i % 2 == 1).then_some(&failure),
+                http_status: (i % 3 == 0).then_some(200),
+            })
+            .collect();
+        write(&s, |tx| outcomes::insert_attempts(tx, &rows)).expect("insert");
+        type Seen = (u32, i64, i64, String, Option<String>, Option<u16>);
+        let found: Vec<Seen> = {
+            let conn = s.lock();
+            let mut stmt = conn
+                .prepare("SELECT attempt, started_at, duration_ms, outcome, code, http_status FROM jadpo_attempts ORDER BY id")
+                .expect("select");
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("rows")
+        };
+        let wanted: Vec<Seen> = rows
+            .iter()
+            .map(|a| {
+                let outcome = if a.failure.is_some() { "failed" } else { "succeeded" };
+                let code = a.failure.map(|f| f.code.clone());
+                (a.attempt, a.started_at_ms, a.ended_at_ms - a.started_at_ms, outcome.to_string(), code, a.http_status)
+            })
+            .collect();
+        assert_eq!(found, wanted, "{n} attempts");
+    }
 }
