@@ -22,6 +22,12 @@ use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
 use postgres::{Client, Transaction};
 use std::sync::Mutex;
 
+/// How long a claim waits for the processes' turn to read (held by another
+/// process's claim while it reads); past it, the claim reads without the turn,
+/// stepping over the rows others have locked, rather than wait on a process that
+/// has stopped answering.
+const CLAIM_TURN_WAIT: &str = "50ms";
+
 /// Where a process's next claim reads from, in each due index, as the due time
 /// and id of the last entry it need not read again.
 ///
@@ -253,9 +259,12 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
+    // Whether this claim holds the processes' turn to read: it is a session's
+    // lock, which a rollback does not release.
+    let mut turn = false;
     let claimed = (|| -> Result<ClaimReport, StoreError> {
         let mut tx = bulk_transaction(client)?;
-        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
+        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit, &mut turn)?;
         let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, now_ms, decide)?;
         // A due row (or an ended lease) left for later (its connection's slots are
         // taken): the next claim reads that index again, from the head.
@@ -284,6 +293,11 @@ pub(super) fn claim(
     if claimed.is_err() {
         // The rows it had locked are free again, behind where the next claim reads.
         *lock(cursor) = ClaimCursor::default();
+        if turn {
+            // A connection this fails on is broken, and its session's end
+            // releases the turn.
+            let _ = client.batch_execute(&q("SELECT pg_advisory_unlock({s}.claim_turn_key())", s));
+        }
     }
     claimed
 }
@@ -294,7 +308,10 @@ fn lock(cursor: &Mutex<ClaimCursor>) -> std::sync::MutexGuard<'_, ClaimCursor> {
 
 /// Lock the due rows from where the cursor stands and move it past them; the
 /// cursor is held for these reads only, so the process's next claim reads on
-/// after them while this one decides, writes and commits.
+/// after them while this one decides, writes and commits. The due deliveries
+/// are read in the processes' turn (`turn` says while it is held): reading on,
+/// a claim starts after the rows the last turn locked when they are ahead of its
+/// own cursor, and a full read moves the processes' cursor past its rows.
 fn read_due(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -302,6 +319,7 @@ fn read_due(
     cursor: &Mutex<ClaimCursor>,
     now_ms: i64,
     limit: usize,
+    turn: &mut bool,
 ) -> Result<(Vec<ClaimRow>, usize), StoreError> {
     let mut cursor = lock(cursor);
     let after = cursor.running.start(now_ms);
@@ -311,9 +329,21 @@ fn read_due(
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
     if left > 0 {
-        let after = cursor.pending.start(now_ms);
+        let statement = prepared.get(tx, q("SELECT turn, due, id FROM {s}.claim_turn($1)", s))?;
+        let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT]).map_err(pg_error)?;
+        *turn = col(&shared, "turn")?;
+        let after = match cursor.pending.start(now_ms) {
+            Some(own) if *turn => Some(own.max((col(&shared, "due")?, col(&shared, "id")?))),
+            start => start,
+        };
         let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
         cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
+        if *turn {
+            let (due, id) = cursor.pending.after.unzip();
+            let statement = prepared.get(tx, q("SELECT {s}.end_claim_turn($1, $2)", s))?;
+            tx.execute(&statement, &[&due, &id]).map_err(pg_error)?;
+            *turn = false;
+        }
         rows.extend(pending);
     }
     Ok((rows, expired))

@@ -186,6 +186,47 @@ CREATE INDEX deliveries_failed ON {s}.deliveries (id) WHERE state = 'failed';
 CREATE INDEX deliveries_parked ON {s}.deliveries (id) WHERE state = 'parked';
 CREATE INDEX attempts_started ON {s}.attempts USING brin (started_at);
 "#,
+    r#"
+-- The processes' claims of due deliveries take turns to read, each reading on
+-- after the rows the one before it locked rather than stepping over them. A turn
+-- is a session advisory lock held only while a claim reads, waited for at most
+-- `wait` (then the claim reads without it); where the last full read stopped,
+-- its (due time, id), is kept in two sequences, which change at once rather than
+-- at commit, so the next turn reads on from there while those rows are still
+-- being claimed. The cursor only moves forward.
+CREATE SEQUENCE {s}.claim_cursor_due MINVALUE -9223372036854775808 START WITH -9223372036854775808;
+CREATE SEQUENCE {s}.claim_cursor_id MINVALUE -9223372036854775808 START WITH -9223372036854775808;
+CREATE FUNCTION {s}.claim_turn_key() RETURNS bigint LANGUAGE sql IMMUTABLE
+    AS $$ SELECT hashtextextended('jadpo.claim_turn.{s}', 0) $$;
+CREATE FUNCTION {s}.claim_turn(wait text, OUT turn boolean, OUT due bigint, OUT id bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    before text := current_setting('lock_timeout');
+BEGIN
+    PERFORM set_config('lock_timeout', wait, true);
+    BEGIN
+        PERFORM pg_advisory_lock({s}.claim_turn_key());
+        turn := true;
+    EXCEPTION WHEN lock_not_available THEN
+        turn := false;
+    END;
+    PERFORM set_config('lock_timeout', before, true);
+    SELECT last_value INTO due FROM {s}.claim_cursor_due;
+    SELECT last_value INTO id FROM {s}.claim_cursor_id;
+END
+$$;
+CREATE FUNCTION {s}.end_claim_turn(due bigint, id bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF due IS NOT NULL AND (due, id) > ((SELECT last_value FROM {s}.claim_cursor_due),
+                                        (SELECT last_value FROM {s}.claim_cursor_id)) THEN
+        PERFORM setval('{s}.claim_cursor_due', due);
+        PERFORM setval('{s}.claim_cursor_id', id);
+    END IF;
+    PERFORM pg_advisory_unlock({s}.claim_turn_key());
+END
+$$;
+"#,
 ];
 
 /// The oldest schema version a handle that only reads knows every column of:
