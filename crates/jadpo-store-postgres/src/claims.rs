@@ -22,11 +22,11 @@ use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
 use postgres::{Client, Transaction};
 use std::sync::Mutex;
 
-/// How long a claim waits for the processes' turn to read (held by another
-/// process's claim while it reads); past it, the claim reads without the turn,
-/// stepping over the rows others have locked, rather than wait on a process that
-/// has stopped answering.
-const CLAIM_TURN_WAIT: &str = "50ms";
+/// How long, in milliseconds, a claim tries for the processes' turn to read
+/// (held by another process's claim while it reads); past it, the claim reads
+/// without the turn, stepping over the rows others have locked, rather than wait
+/// on a process that has stopped answering.
+const CLAIM_TURN_WAIT_MS: i64 = 50;
 
 /// Where a process's next claim reads from, in each due index, as the due time
 /// and id of the last entry it need not read again.
@@ -330,7 +330,7 @@ fn read_due(
     let left = limit.saturating_sub(expired);
     if left > 0 {
         let statement = prepared.get(tx, q("SELECT turn, due, id FROM {s}.claim_turn($1)", s))?;
-        let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT]).map_err(pg_error)?;
+        let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT_MS]).map_err(pg_error)?;
         *turn = col(&shared, "turn")?;
         let after = match cursor.pending.start(now_ms) {
             Some(own) if *turn => Some(own.max((col(&shared, "due")?, col(&shared, "id")?))),
