@@ -264,7 +264,7 @@ pub(super) fn claim(
     let mut turn = false;
     let claimed = (|| -> Result<ClaimReport, StoreError> {
         let mut tx = bulk_transaction(client)?;
-        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit, &mut turn)?;
+        let Due { mut rows, expired, read_to } = read_due(&mut tx, prepared, s, cursor, now_ms, limit, &mut turn)?;
         let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, now_ms, decide)?;
         // A due row (or an ended lease) left for later (its connection's slots are
         // taken): the next claim reads that index again, from the head.
@@ -278,6 +278,14 @@ pub(super) fn claim(
             if left_running {
                 cursor.running.after = None;
             }
+        }
+        if turn {
+            // The turn ends once the claim knows it leaves no due row waiting:
+            // only then may the processes' cursor pass its rows.
+            let (due, id) = read_to.filter(|_| !left_pending).unzip();
+            let statement = prepared.get(&mut tx, q("SELECT {s}.end_claim_turn($1, $2)", s))?;
+            tx.execute(&statement, &[&due, &id]).map_err(pg_error)?;
+            turn = false;
         }
         let written = apply_all(&mut tx, prepared, s, &rows, &plan, now_ms)?;
         let settled = claim::settle(&rows, &plan, &written, now_ms);
@@ -306,12 +314,20 @@ fn lock(cursor: &Mutex<ClaimCursor>) -> std::sync::MutexGuard<'_, ClaimCursor> {
     cursor.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a claim read: the rows it locked, the ended leases first (`expired` of
+/// them), and where a full read of due deliveries stopped.
+struct Due {
+    rows: Vec<ClaimRow>,
+    expired: usize,
+    read_to: Option<(i64, i64)>,
+}
+
 /// Lock the due rows from where the cursor stands and move it past them; the
 /// cursor is held for these reads only, so the process's next claim reads on
 /// after them while this one decides, writes and commits. The due deliveries
-/// are read in the processes' turn (`turn` says while it is held): reading on,
-/// a claim starts after the rows the last turn locked when they are ahead of its
-/// own cursor, and a full read moves the processes' cursor past its rows.
+/// are read in the processes' turn (`turn` says it is held; the claim ends it
+/// once decided): reading on, a claim starts after the rows the last turn
+/// locked when they are ahead of its own cursor.
 fn read_due(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -320,7 +336,7 @@ fn read_due(
     now_ms: i64,
     limit: usize,
     turn: &mut bool,
-) -> Result<(Vec<ClaimRow>, usize), StoreError> {
+) -> Result<Due, StoreError> {
     let mut cursor = lock(cursor);
     let after = cursor.running.start(now_ms);
     let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
@@ -328,6 +344,7 @@ fn read_due(
     cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
+    let mut read_to = None;
     if left > 0 {
         let statement = prepared.get(tx, q("SELECT turn, due, id FROM {s}.claim_turn($1)", s))?;
         let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT_MS]).map_err(pg_error)?;
@@ -338,13 +355,8 @@ fn read_due(
         };
         let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
         cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
-        if *turn {
-            let (due, id) = cursor.pending.after.unzip();
-            let statement = prepared.get(tx, q("SELECT {s}.end_claim_turn($1, $2)", s))?;
-            tx.execute(&statement, &[&due, &id]).map_err(pg_error)?;
-            *turn = false;
-        }
+        read_to = cursor.pending.after;
         rows.extend(pending);
     }
-    Ok((rows, expired))
+    Ok(Due { rows, expired, read_to })
 }

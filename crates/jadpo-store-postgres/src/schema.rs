@@ -190,7 +190,8 @@ CREATE INDEX attempts_started ON {s}.attempts USING brin (started_at);
 -- The processes' claims of due deliveries take turns to read, each reading on
 -- after the rows the one before it locked rather than stepping over them. A turn
 -- is a session advisory lock held only while a claim reads, tried for at most
--- `wait_ms` (then the claim reads without it); where the last full read
+-- `wait_ms` (then the claim reads without it) and given back once the claim
+-- has decided its rows; where the last full read that left no row waiting
 -- stopped, its (due time, id), is kept in two sequences, which change at once
 -- rather than at commit, so the next turn reads on from there while those rows
 -- are still being claimed. The cursor only moves forward. The lock is tried
