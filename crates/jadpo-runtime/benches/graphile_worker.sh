@@ -6,7 +6,8 @@
 #     (defaults "10000 100000" and "4 16"; JADPO_BENCH_POSTGRES_URL names the
 #      server, postgres://postgres@127.0.0.1:5432/test by default;
 #      JADPO_BENCH_REPEAT the runs of each measurement, 3 by default, of which
-#      the median and the range are printed)
+#      the median and the range are printed; GW_MODES the modes to run,
+#      "default batched" by default)
 #
 # Installs graphile-worker 0.17.3 (GW_VERSION) with npm, once, into
 # ${XDG_CACHE_HOME:-~/.cache}/jadpo-bench/graphile-worker (outside the
@@ -25,6 +26,8 @@
 #   batched: `localQueue: { size: 500 }` (C + 1 if larger),
 #            `completeJobBatchDelay: 0`, `failJobBatchDelay: 0`: the batching
 #            of graphile-worker's performance page.
+# After each line, on a line of its own, `jobs/s: MEDIAN (backlog N, concurrency
+# C, MODE)`, for scripts to read.
 # Fails unless every job succeeded and the table is empty at the end.
 # Each line ends with the load average when it was measured: the figures are only
 # comparable on an otherwise idle machine.
@@ -32,6 +35,7 @@ set -euo pipefail
 BACKLOGS=${1:-"10000 100000"}
 CONCURRENCIES=${2:-"4 16"}
 REPEAT=${JADPO_BENCH_REPEAT:-3}
+MODES=${GW_MODES:-"default batched"}
 ADMIN=${JADPO_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
@@ -62,7 +66,7 @@ fresh_db() {
 
 for N in $BACKLOGS; do
   for C in $CONCURRENCIES; do
-    for MODE in default batched; do
+    for MODE in $MODES; do
       RATES=()
       ADDS=()
       LOADS=()
@@ -83,8 +87,10 @@ for N in $BACKLOGS; do
         ADDS+=("$ADD_RATE")
         LOADS+=("$RUN_LOAD")
       done
+      JOBS=$(summary "${RATES[@]}")
       printf 'graphile-worker %s, backlog %8s, concurrency %2s, %-7s: %s jobs/s; add_jobs %s jobs/s (load %s)\n' \
-        "$GW_VERSION" "$N" "$C" "$MODE" "$(summary "${RATES[@]}")" "$(summary "${ADDS[@]}")" "${LOADS[*]}"
+        "$GW_VERSION" "$N" "$C" "$MODE" "$JOBS" "$(summary "${ADDS[@]}")" "${LOADS[*]}"
+      echo "jobs/s: ${JOBS%% *} (backlog $N, concurrency $C, $MODE)"
     done
   done
 done

@@ -16,9 +16,12 @@
 # 1. emit the backlog through `jadpoc emit --ndjson` and time it;
 # 2. start the processes (`--fake c=ok`), wait until their logs hold a line
 #    for each delivery and no delivery is pending or running, and count
-#    deliveries/s from the first outcome to the last in their logs;
-# then print the median of the runs and their range, and on a line of its own
-# `deliveries/s: MEDIAN (backlog N, P process(es))`, for scripts to read.
+#    deliveries/s from the first outcome to the last in their logs, and from the
+#    processes' start to the last outcome (their start-up included);
+# then print the median of the runs and their range, and on lines of their own
+# `deliveries/s: MEDIAN (backlog N, P process(es))` and
+# `deliveries/s from start: MEDIAN (backlog N, P process(es))`, for scripts to
+# read.
 # Then, once per backlog, in a fresh database: emit the backlog through SQL,
 # `jadpo.emit(name, payload)` 1,000 events per statement (one transaction each),
 # and time it (skipped, saying so, on a schema without that function).
@@ -79,10 +82,10 @@ last_write() {
   stat -c %.9Y run*.log | sort -n | tail -1
 }
 
-# rate N END: deliveries/s in the runs' logs, from the first attempt's end (the
-# earliest `at`) to END.
+# rate N END START: deliveries/s in the runs' logs, from the first attempt's end
+# (the earliest `at`) to END, then from START (the processes' start) to END.
 rate() {
-  python3 - "$1" "$2" <<'PY'
+  python3 - "$1" "$2" "$3" <<'PY'
 import glob, json, sys
 from datetime import datetime
 f = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
@@ -90,7 +93,8 @@ ts = sorted(f(json.loads(l)["at"]) for p in glob.glob("run*.log") for l in open(
             if l.startswith("{") and '"delivery.attempt"' in l)
 if len(ts) != int(sys.argv[1]):
     sys.exit(f"{len(ts)} outcomes in the logs, {sys.argv[1]} expected")
-print(f"{len(ts) / max(float(sys.argv[2]) - ts[0], 1e-3):.0f}")
+end, start = float(sys.argv[2]), float(sys.argv[3])
+print(f"{len(ts) / max(end - ts[0], 1e-3):.0f} {len(ts) / max(end - start, 1e-3):.0f}")
 PY
 }
 
@@ -99,6 +103,7 @@ for N in $BACKLOGS; do
   for P in $PROCESSES; do
     EMITS=()
     RATES=()
+    FROM_START=()
     LOADS=()
     for _ in $(seq "$REPEAT"); do
       fresh_db
@@ -107,6 +112,7 @@ for N in $BACKLOGS; do
       E=$(date +%s.%N)
       EMITS+=("$(echo "$N / ($E - $S)" | bc)")
       PIDS=()
+      START=$(date +%s.%N)
       for i in $(seq "$P"); do
         "$J" run p.jadpo --db "$URL" --fake c=ok --log-format json "${RUN_ARGS[@]}" 2>"run$i.log" &
         PIDS+=($!)
@@ -123,13 +129,18 @@ for N in $BACKLOGS; do
       kill -TERM "${PIDS[@]}"
       wait "${PIDS[@]}" || true
       PIDS=()
-      RATES+=("$(rate "$N" "$END")")
+      MEASURED=$(rate "$N" "$END" "$START")
+      read -r RATE WHOLE <<< "$MEASURED"
+      RATES+=("$RATE")
+      FROM_START+=("$WHOLE")
       rm -f run*.log
     done
     DELIVER=$(summary "${RATES[@]}")
-    echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $DELIVER deliveries/s; " \
-      "emit --ndjson $(summary "${EMITS[@]}") events/s (load ${LOADS[*]})"
+    WHOLE=$(summary "${FROM_START[@]}")
+    echo "backlog $(printf '%8s' "$N"), $P process(es): deliver $DELIVER deliveries/s" \
+      "($WHOLE from start); emit --ndjson $(summary "${EMITS[@]}") events/s (load ${LOADS[*]})"
     echo "deliveries/s: ${DELIVER%% *} (backlog $N, $P process(es))"
+    echo "deliveries/s from start: ${WHOLE%% *} (backlog $N, $P process(es))"
   done
 
   if [ "${JADPO_BENCH_SQL_EMIT:-1}" = 0 ]; then

@@ -22,6 +22,12 @@ use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
 use postgres::{Client, Transaction};
 use std::sync::Mutex;
 
+/// How long, in milliseconds, a claim tries for the processes' turn to read
+/// (held by another process's claim while it reads); past it, the claim reads
+/// without the turn, stepping over the rows others have locked, rather than wait
+/// on a process that has stopped answering.
+const CLAIM_TURN_WAIT_MS: i64 = 50;
+
 /// Where a process's next claim reads from, in each due index, as the due time
 /// and id of the last entry it need not read again.
 ///
@@ -253,9 +259,12 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, StoreError> {
+    // Whether this claim holds the processes' turn to read: it is a session's
+    // lock, which a rollback does not release.
+    let mut turn = false;
     let claimed = (|| -> Result<ClaimReport, StoreError> {
         let mut tx = bulk_transaction(client)?;
-        let (mut rows, expired) = read_due(&mut tx, prepared, s, cursor, now_ms, limit)?;
+        let Due { mut rows, expired, read_to } = read_due(&mut tx, prepared, s, cursor, now_ms, limit, &mut turn)?;
         let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, now_ms, decide)?;
         // A due row (or an ended lease) left for later (its connection's slots are
         // taken): the next claim reads that index again, from the head.
@@ -269,6 +278,14 @@ pub(super) fn claim(
             if left_running {
                 cursor.running.after = None;
             }
+        }
+        if turn {
+            // The turn ends once the claim knows it leaves no due row waiting:
+            // only then may the processes' cursor pass its rows.
+            let (due, id) = read_to.filter(|_| !left_pending).unzip();
+            let statement = prepared.get(&mut tx, q("SELECT {s}.end_claim_turn($1, $2)", s))?;
+            tx.execute(&statement, &[&due, &id]).map_err(pg_error)?;
+            turn = false;
         }
         let written = apply_all(&mut tx, prepared, s, &rows, &plan, now_ms)?;
         let settled = claim::settle(&rows, &plan, &written, now_ms);
@@ -284,6 +301,11 @@ pub(super) fn claim(
     if claimed.is_err() {
         // The rows it had locked are free again, behind where the next claim reads.
         *lock(cursor) = ClaimCursor::default();
+        if turn {
+            // A connection this fails on is broken, and its session's end
+            // releases the turn.
+            let _ = client.batch_execute(&q("SELECT pg_advisory_unlock({s}.claim_turn_key())", s));
+        }
     }
     claimed
 }
@@ -292,9 +314,20 @@ fn lock(cursor: &Mutex<ClaimCursor>) -> std::sync::MutexGuard<'_, ClaimCursor> {
     cursor.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a claim read: the rows it locked, the ended leases first (`expired` of
+/// them), and where a full read of due deliveries stopped.
+struct Due {
+    rows: Vec<ClaimRow>,
+    expired: usize,
+    read_to: Option<(i64, i64)>,
+}
+
 /// Lock the due rows from where the cursor stands and move it past them; the
 /// cursor is held for these reads only, so the process's next claim reads on
-/// after them while this one decides, writes and commits.
+/// after them while this one decides, writes and commits. The due deliveries
+/// are read in the processes' turn (`turn` says it is held; the claim ends it
+/// once decided): reading on, a claim starts after the rows the last turn
+/// locked when they are ahead of its own cursor.
 fn read_due(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
@@ -302,7 +335,8 @@ fn read_due(
     cursor: &Mutex<ClaimCursor>,
     now_ms: i64,
     limit: usize,
-) -> Result<(Vec<ClaimRow>, usize), StoreError> {
+    turn: &mut bool,
+) -> Result<Due, StoreError> {
     let mut cursor = lock(cursor);
     let after = cursor.running.start(now_ms);
     let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
@@ -310,11 +344,19 @@ fn read_due(
     cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
+    let mut read_to = None;
     if left > 0 {
-        let after = cursor.pending.start(now_ms);
+        let statement = prepared.get(tx, q("SELECT turn, due, id FROM {s}.claim_turn($1)", s))?;
+        let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT_MS]).map_err(pg_error)?;
+        *turn = col(&shared, "turn")?;
+        let after = match cursor.pending.start(now_ms) {
+            Some(own) if *turn => Some(own.max((col(&shared, "due")?, col(&shared, "id")?))),
+            start => start,
+        };
         let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
         cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
+        read_to = cursor.pending.after;
         rows.extend(pending);
     }
-    Ok((rows, expired))
+    Ok(Due { rows, expired, read_to })
 }

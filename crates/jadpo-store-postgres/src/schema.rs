@@ -186,6 +186,47 @@ CREATE INDEX deliveries_failed ON {s}.deliveries (id) WHERE state = 'failed';
 CREATE INDEX deliveries_parked ON {s}.deliveries (id) WHERE state = 'parked';
 CREATE INDEX attempts_started ON {s}.attempts USING brin (started_at);
 "#,
+    r#"
+-- The processes' claims of due deliveries take turns to read, each reading on
+-- after the rows the one before it locked rather than stepping over them. A turn
+-- is a session advisory lock held only while a claim reads, tried for at most
+-- `wait_ms` (then the claim reads without it) and given back once the claim
+-- has decided its rows; where the last full read that left no row waiting
+-- stopped, its (due time, id), is kept in two sequences, which change at once
+-- rather than at commit, so the next turn reads on from there while those rows
+-- are still being claimed. The cursor only moves forward. The lock is tried
+-- rather than waited for under a `lock_timeout`: a wait that times out as the
+-- lock is let go can be granted it all the same, leaving it held.
+CREATE SEQUENCE {s}.claim_cursor_due MINVALUE -9223372036854775808 START WITH -9223372036854775808;
+CREATE SEQUENCE {s}.claim_cursor_id MINVALUE -9223372036854775808 START WITH -9223372036854775808;
+CREATE FUNCTION {s}.claim_turn_key() RETURNS bigint LANGUAGE sql IMMUTABLE
+    AS $$ SELECT hashtextextended('jadpo.claim_turn.{s}', 0) $$;
+CREATE FUNCTION {s}.claim_turn(wait_ms bigint, OUT turn boolean, OUT due bigint, OUT id bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    until timestamptz := clock_timestamp() + wait_ms * interval '1 millisecond';
+BEGIN
+    LOOP
+        turn := pg_try_advisory_lock({s}.claim_turn_key());
+        EXIT WHEN turn OR clock_timestamp() >= until;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+    SELECT last_value INTO due FROM {s}.claim_cursor_due;
+    SELECT last_value INTO id FROM {s}.claim_cursor_id;
+END
+$$;
+CREATE FUNCTION {s}.end_claim_turn(due bigint, id bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF due IS NOT NULL AND (due, id) > ((SELECT last_value FROM {s}.claim_cursor_due),
+                                        (SELECT last_value FROM {s}.claim_cursor_id)) THEN
+        PERFORM setval('{s}.claim_cursor_due', due);
+        PERFORM setval('{s}.claim_cursor_id', id);
+    END IF;
+    PERFORM pg_advisory_unlock({s}.claim_turn_key());
+END
+$$;
+"#,
 ];
 
 /// The oldest schema version a handle that only reads knows every column of:
