@@ -145,7 +145,7 @@ pub fn hover(text: &str, offset: u32) -> Option<Hover> {
             (def, offset, offset)
         }
     };
-    let subscriber = def.name.clone();
+    let subscriber = def.name.to_string();
     let name_span = def.name_span;
     let (plan, checked) = match checked.program.take() {
         Some(program) => (plan_view(&program, program.subscriber(&subscriber)?)?, true),
