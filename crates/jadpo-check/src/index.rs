@@ -97,7 +97,7 @@ pub struct Ref {
 }
 
 /// Every definition and reference of one program.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SymbolIndex {
     defs: Vec<Def>,
     refs: Vec<Ref>,
@@ -107,21 +107,6 @@ pub struct SymbolIndex {
     /// thousand things hundreds of thousands of times, so every definition and
     /// reference shares its name's one copy. Emptied by [`SymbolIndex::finish`].
     names: FxHashSet<Arc<str>>,
-    /// Whether [`SymbolIndex::refer`] keeps what it is given
-    /// ([`Lower::DiagnosticsOnly`](crate::Lower::DiagnosticsOnly) turns it off).
-    pub(crate) record_refs: bool,
-}
-
-impl Default for SymbolIndex {
-    fn default() -> Self {
-        SymbolIndex {
-            defs: Vec::new(),
-            refs: Vec::new(),
-            defs_by_place: Vec::new(),
-            names: FxHashSet::default(),
-            record_refs: true,
-        }
-    }
 }
 
 /// Whether `offset` is on `span`: its end counts, as a cursor just after a name is
@@ -155,9 +140,6 @@ impl SymbolIndex {
 
     /// Adds a reference; the checker calls this.
     pub(crate) fn refer(&mut self, kind: SymbolKind, file: usize, span: Span, name: &str, target: Option<DefId>) {
-        if !self.record_refs {
-            return;
-        }
         let name = self.intern(name);
         self.refs.push(Ref { kind, file, span, name, target });
     }

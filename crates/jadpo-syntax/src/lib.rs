@@ -29,6 +29,8 @@ mod grammar {
 /// stay below the later ones, unused, until the parse ends.
 #[derive(Default)]
 pub(crate) struct Lists<'a> {
+    /// The file's declarations, in order: the one list that is not a stack.
+    pub decls: Vec<ast::Decl<'a>>,
     pub entries: Vec<ast::Entry<'a>>,
     pub values: Vec<ast::Value<'a>>,
     pub items: Vec<ast::Item<'a>>,
@@ -111,7 +113,7 @@ pub fn parse(src: &str) -> Parsed<'_> {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(src.len() / PIECE_MIN_LEN))
     };
     if pieces > 1
-        && let Some(parsed) = pieces::parse_in_pieces(src, &pieces::cuts(src, pieces))
+        && let Some(parsed) = pieces::parse_in_pieces(src, pieces)
     {
         return parsed;
     }
@@ -130,15 +132,18 @@ pub(crate) fn parse_serial(src: &str) -> Parsed<'_> {
     let mut lexer = Lexer::new(src, &mut errors);
     let result = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer);
     let comments = lexer.take_comments();
-    let mut file = match result {
-        Ok(file) => file,
+    let file = match result {
+        Ok(()) => {
+            let mut decls = lists.decls;
+            // The list grew by doubling; the checker holds it beside everything it builds.
+            decls.shrink_to_fit();
+            ast::File { decls }
+        }
         Err(e) => {
             recovered.push(lalrpop_util::ErrorRecovery { error: e, dropped_tokens: Vec::new() });
             ast::File::default()
         }
     };
-    // The list grew by doubling; the checker holds it beside everything it builds.
-    file.decls.shrink_to_fit();
     errors.extend(recovered.into_iter().map(|r| parse_error(src, r.error)));
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     Parsed { file, errors, comments }

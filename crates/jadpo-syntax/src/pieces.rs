@@ -4,34 +4,44 @@
 use crate::lexer::Lexer;
 use crate::{Lists, Parsed, ast, grammar};
 
-/// Where to cut `src` into about `pieces` pieces of even length: offsets of line
-/// starts that begin a declaration's keyword and a space, in increasing order.
-pub(crate) fn cuts(src: &str, pieces: usize) -> Vec<usize> {
+/// Where lines start with a declaration's keyword and a space: where the text
+/// may be cut, and about how many declarations each piece holds.
+pub(crate) fn decl_starts(src: &str) -> Vec<usize> {
     use ast::DeclKind::*;
     let keywords = [Event, Connection, Action, Subscriber, Schedule, Test].map(ast::DeclKind::keyword);
-    let mut cuts = Vec::with_capacity(pieces - 1);
-    let mut from = 0;
-    for k in 1..pieces {
-        let target = (src.len() / pieces * k).max(from);
-        let Some(rest) = src.get(target..) else { break };
-        let found = rest.match_indices('\n').map(|(i, _)| target + i + 1).find(|&line| {
-            let text = &src[line..];
-            keywords.iter().any(|k| text.strip_prefix(k).is_some_and(|rest| rest.starts_with(' ')))
-        });
-        match found {
-            Some(cut) => {
-                cuts.push(cut);
-                from = cut;
-            }
-            None => break,
-        }
-    }
+    let starts_decl = |line: usize| {
+        let text = &src[line..];
+        keywords.iter().any(|k| text.strip_prefix(k).is_some_and(|rest| rest.starts_with(' ')))
+    };
+    std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).filter(|&line| starts_decl(line)).collect()
+}
+
+/// Where to cut a text into about `pieces` pieces of even length: the first
+/// declaration start (of `starts`, the text's [`decl_starts`]) at or after each
+/// even share of `len`, past the text's start, in increasing order.
+pub(crate) fn cuts(starts: &[usize], len: usize, pieces: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = (1..pieces)
+        .filter_map(|k| {
+            let target = len / pieces * k;
+            starts.get(starts.partition_point(|&s| s < target)).copied()
+        })
+        .filter(|&cut| cut > 0)
+        .collect();
+    cuts.dedup();
     cuts
 }
 
-/// The pieces between `cuts` parsed at once, one thread each, and joined; `None`
-/// unless every piece parsed cleanly (see [`parse`]).
-pub(crate) fn parse_in_pieces<'a>(src: &'a str, cuts: &[usize]) -> Option<Parsed<'a>> {
+/// `src` read in about `pieces` pieces at once, one thread each, and joined;
+/// `None` unless every piece parsed cleanly (see [`parse`](crate::parse)).
+pub(crate) fn parse_in_pieces(src: &str, pieces: usize) -> Option<Parsed<'_>> {
+    let starts = decl_starts(src);
+    parse_at(src, &starts, &cuts(&starts, src.len(), pieces))
+}
+
+/// The pieces between `cuts` parsed at once and joined. The first piece's list
+/// has room for every declaration the text starts (by `starts`), so the others'
+/// are added to it without a copy of the whole.
+pub(crate) fn parse_at<'a>(src: &'a str, starts: &[usize], cuts: &[usize]) -> Option<Parsed<'a>> {
     if cuts.is_empty() {
         return None;
     }
@@ -39,36 +49,41 @@ pub(crate) fn parse_in_pieces<'a>(src: &'a str, cuts: &[usize]) -> Option<Parsed
         .chain(cuts.iter().copied())
         .zip(cuts.iter().copied().chain(std::iter::once(src.len())))
         .collect();
+    let within =
+        |(start, end): (usize, usize)| starts.partition_point(|&s| s < end) - starts.partition_point(|&s| s < start);
     let pieces: Vec<Option<(Vec<ast::Decl<'a>>, Vec<ast::Comment>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            bounds[1..].iter().map(|&(start, end)| scope.spawn(move || parse_piece(src, start, end))).collect();
+            bounds[1..].iter().map(|&bound| scope.spawn(move || parse_piece(src, bound, within(bound)))).collect();
         // The first piece on this thread, the others beside it.
-        let first = parse_piece(src, bounds[0].0, bounds[0].1);
+        let first = parse_piece(src, bounds[0], starts.len());
         std::iter::once(first).chain(handles.into_iter().map(|h| h.join().ok().flatten())).collect()
     });
-    let pieces: Vec<_> = pieces.into_iter().collect::<Option<_>>()?;
-    let mut decls = Vec::with_capacity(pieces.iter().map(|(d, _)| d.len()).sum());
-    let mut comments = Vec::with_capacity(pieces.iter().map(|(_, c)| c.len()).sum());
+    let mut pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?.into_iter();
+    let (mut decls, mut comments) = pieces.next()?;
     for (mut d, mut c) in pieces {
         decls.append(&mut d);
         comments.append(&mut c);
     }
+    // Room was made for the declarations that start a line; fewer may have come.
+    decls.shrink_to_fit();
     Some(Parsed { file: ast::File { decls }, errors: Vec::new(), comments })
 }
 
-/// One piece's declarations and comments, if it parsed without an error and no
-/// token crossed its end.
-fn parse_piece(src: &str, start: usize, end: usize) -> Option<(Vec<ast::Decl<'_>>, Vec<ast::Comment>)> {
+/// One piece's declarations (in a list with room for `room` of them) and
+/// comments, if it parsed without an error and no token crossed its end.
+fn parse_piece(
+    src: &str,
+    (start, end): (usize, usize),
+    room: usize,
+) -> Option<(Vec<ast::Decl<'_>>, Vec<ast::Comment>)> {
     let mut errors = Vec::new();
     let mut recovered = Vec::new();
-    let mut lists = Lists::default();
+    let mut lists = Lists { decls: Vec::with_capacity(room), ..Lists::default() };
     let mut lexer = Lexer::piece(src, start, end, &mut errors);
-    let mut file = grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer).ok()?;
-    // The list grew by doubling; its spare room would be held until the pieces are joined.
-    file.decls.shrink_to_fit();
+    grammar::FileParser::new().parse(src, &mut recovered, &mut lists, &mut lexer).ok()?;
     let clean = recovered.is_empty() && !lexer.crossed_end();
     let comments = lexer.take_comments();
-    (clean && errors.is_empty()).then_some((file.decls, comments))
+    (clean && errors.is_empty()).then_some((lists.decls, comments))
 }
 
 #[cfg(test)]
@@ -79,19 +94,13 @@ mod tests {
 
     /// Every place `cuts` could choose: each line start with a declaration's keyword.
     fn all_cuts(src: &str) -> Vec<usize> {
-        let mut found = Vec::new();
-        let mut from = 0;
-        while let Some(&cut) = cuts(&src[from..], 2).first() {
-            found.push(from + cut);
-            from += cut;
-        }
-        found
+        decl_starts(src).into_iter().filter(|&s| s > 0).collect()
     }
 
     /// The pieces' parse, when there is one, is the whole text's, to the last span;
     /// returns whether there was one.
     fn same_as_serial(src: &str, cuts: &[usize]) -> bool {
-        let Some(pieces) = parse_in_pieces(src, cuts) else { return false };
+        let Some(pieces) = parse_at(src, &decl_starts(src), cuts) else { return false };
         let serial = parse_serial(src);
         assert!(serial.errors.is_empty(), "pieces parsed cleanly, the whole did not, cut at {cuts:?}:\n{src}");
         assert_eq!(format!("{:?}", pieces.file), format!("{:?}", serial.file), "cut at {cuts:?}:\n{src}");
@@ -142,10 +151,10 @@ mod tests {
     fn a_comment_or_an_error_across_a_cut_is_refused() {
         let text = "event A { x: int }\n/* a comment\nevent B { y: int }\n*/\nevent C { z: int }\n";
         let cut = text.find("event B").expect("B");
-        assert!(parse_in_pieces(text, &[cut]).is_none());
+        assert!(parse_at(text, &decl_starts(text), &[cut]).is_none());
         let text = "event A { x: int\nevent B { y: int }\n";
         let cut = text.find("event B").expect("B");
-        assert!(parse_in_pieces(text, &[cut]).is_none());
+        assert!(parse_at(text, &decl_starts(text), &[cut]).is_none());
         let text = "event A { x: int }\nevent B { y: int }\n";
         assert!(same_as_serial(text, &[text.find("event B").expect("B")]));
     }
@@ -160,7 +169,7 @@ mod tests {
             ));
             i += 1;
         }
-        let cuts = cuts(&text, 3);
+        let cuts = cuts(&decl_starts(&text), text.len(), 3);
         assert_eq!(cuts.len(), 2);
         assert!(same_as_serial(&text, &cuts));
         assert_eq!(format!("{:?}", crate::parse(&text).file), format!("{:?}", parse_serial(&text).file));

@@ -55,9 +55,9 @@ pub enum Lower {
     Yes,
     /// The whole symbol index, but no program (the language server, the playground).
     No,
-    /// The diagnostics alone (`jadpoc check`): the index keeps the definitions that
-    /// resolving names needs, but records no reference, which a large program's
-    /// check would otherwise hold hundreds of thousands of.
+    /// The diagnostics alone (`jadpoc check`): the index is left empty. It is the
+    /// checker's output, never read to decide a diagnostic, and a large program's
+    /// holds hundreds of thousands of definitions and references.
     DiagnosticsOnly,
 }
 
@@ -81,7 +81,6 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
         .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
         .collect();
     let mut cx = Cx::new(&decls, files, broken, lower);
-    cx.index.record_refs = lower != Lower::DiagnosticsOnly;
     cx.collect_names();
     cx.check_all();
     diags.append(&mut cx.diags);
@@ -227,9 +226,14 @@ impl<'d, 'a> Cx<'d, 'a> {
             },
             tests: Vec::new(),
             lower,
-            index: SymbolIndex::with_defs(defs_upper_bound(decls)),
-            decl_def: vec![None; n],
-            member_defs: vec![Vec::new(); n],
+            index: if lower == Lower::DiagnosticsOnly {
+                SymbolIndex::default()
+            } else {
+                SymbolIndex::with_defs(defs_upper_bound(decls))
+            },
+            // Only the index reads these; a check for diagnostics alone keeps neither.
+            decl_def: if lower == Lower::DiagnosticsOnly { Vec::new() } else { vec![None; n] },
+            member_defs: if lower == Lower::DiagnosticsOnly { Vec::new() } else { vec![Vec::new(); n] },
         }
     }
 
@@ -237,6 +241,11 @@ impl<'d, 'a> Cx<'d, 'a> {
     /// will be built, which keeps `jadpoc check` from copying every argument.
     fn owned(&self, s: &str) -> String {
         if self.lower == Lower::Yes { s.to_string() } else { String::new() }
+    }
+
+    /// Whether the symbol index is filled (not for [`Lower::DiagnosticsOnly`]).
+    fn indexing(&self) -> bool {
+        self.lower != Lower::DiagnosticsOnly
     }
 
     /// Keeps what a declaration resolved to, when a program will be built.

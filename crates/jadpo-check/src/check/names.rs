@@ -20,20 +20,22 @@ impl<'a> Cx<'_, 'a> {
                 self.names.insert(key, index);
                 continue;
             }
-            let name = match &decl.body {
-                Body::Steps { title, .. } => self.index.intern(title),
-                _ => self.index.intern(decl.name.text),
-            };
-            self.decl_def[index] = Some(self.index.define(Def {
-                name,
-                kind: SymbolKind::of_decl(decl.kind),
-                file,
-                name_span: decl.name.span,
-                span: decl.span,
-                parent: None,
-                ty: None,
-                primary: !self.names.contains_key(&key),
-            }));
+            if self.indexing() {
+                let name = match &decl.body {
+                    Body::Steps { title, .. } => self.index.intern(title),
+                    _ => self.index.intern(decl.name.text),
+                };
+                self.decl_def[index] = Some(self.index.define(Def {
+                    name,
+                    kind: SymbolKind::of_decl(decl.kind),
+                    file,
+                    name_span: decl.name.span,
+                    span: decl.span,
+                    parent: None,
+                    ty: None,
+                    primary: !self.names.contains_key(&key),
+                }));
+            }
             if let Some(first) = self.names.get(&key) {
                 let (ffile, fdecl) = self.decls[*first];
                 let what = if decl.kind == DeclKind::Test { "test" } else { decl.kind.keyword() };
@@ -63,8 +65,8 @@ impl<'a> Cx<'_, 'a> {
     /// Resolves a reference to a declaration, reporting it when unknown.
     pub(super) fn resolve(&mut self, file: usize, kind: DeclKind, name: Name<'a>, code: Code) -> Option<usize> {
         let found = self.lookup(kind, name.text);
-        let target = found.and_then(|i| self.decl_def[i]);
-        if found.is_none_or(|i| self.decls[i].0 != BUILTIN_FILE) {
+        let target = found.and_then(|i| self.decl_def.get(i).copied().flatten());
+        if self.indexing() && found.is_none_or(|i| self.decls[i].0 != BUILTIN_FILE) {
             self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
         }
         match found {
@@ -86,7 +88,7 @@ impl<'a> Cx<'_, 'a> {
     /// Records a field of an event or a parameter of an action (`owner`).
     pub(super) fn define_member(&mut self, owner: usize, name: Name<'a>, span: Span, ty: Option<Type>, primary: bool) {
         let (file, decl) = self.decls[owner];
-        if file == BUILTIN_FILE {
+        if file == BUILTIN_FILE || !self.indexing() {
             return;
         }
         let kind = if decl.kind == DeclKind::Action { SymbolKind::Param } else { SymbolKind::Field };
@@ -106,7 +108,7 @@ impl<'a> Cx<'_, 'a> {
 
     /// Records a use of a field of event `event` (`None` when the event is unknown).
     pub(super) fn refer_field(&mut self, file: usize, event: Option<usize>, name: &str, span: Span) {
-        if event.is_some_and(|e| self.decls[e].0 == BUILTIN_FILE) {
+        if event.is_some_and(|e| self.decls[e].0 == BUILTIN_FILE) || !self.indexing() {
             return;
         }
         let target = event.and_then(|e| {
