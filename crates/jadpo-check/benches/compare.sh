@@ -19,8 +19,9 @@
 #          the peak (KiB).
 # Then, once per binary, the instructions callgrind counts (its "Collected"
 # total) for the whole `jadpoc check`, which do not move with the machine's load.
-# Prints each measurement as it comes, then a table: each row's median for the
-# old build and the new, new/old, and each build's range. The machine's load
+# Prints each measurement as it comes, then a table (crates/jadpo-runtime/benches/
+# table.py): each row's median for the old build and the new, new/old, and each
+# build's range. The machine's load
 # average is printed before and after: the times compare only on an idle machine.
 #
 # Needs python3, GNU time (/usr/bin/time) and, for the instruction count, valgrind.
@@ -42,15 +43,10 @@ if [ -z "$GEN" ]; then
   echo "gen_program.py not found beside the repository (shared/tools/)" >&2
   exit 2
 fi
+# shellcheck source=../../jadpo-runtime/benches/lib.sh
+. "$REPO/crates/jadpo-runtime/benches/lib.sh"
 declare -A BIN
-for side in old new; do
-  path=$([ "$side" = old ] && echo "$1" || echo "$2")
-  if [ ! -x "$path" ] || [ -d "$path" ]; then
-    echo "$side binary $path: not an executable file" >&2
-    exit 2
-  fi
-  BIN[$side]=$(realpath "$path")
-done
+binaries "$1" "$2"
 case $ROUNDS in
   '' | *[!0-9]* | 0) echo "ROUNDS must be a positive number, not $ROUNDS" >&2; exit 2 ;;
 esac
@@ -68,11 +64,6 @@ RESULTS="$WORK/results.tsv"
 PROGRAM="$WORK/program.jadpo"
 python3 "$GEN" --subscribers "$SUBSCRIBERS" > "$PROGRAM"
 BYTES=$(stat -c %s "$PROGRAM")
-
-record() {
-  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RESULTS"
-  printf '  %-3s %-48s %s\n' "$2" "$1" "$3"
-}
 
 check_once() {
   local side=$1 out="$WORK/check-$1.txt"
@@ -126,25 +117,5 @@ fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
-python3 - "$RESULTS" <<'PY'
-import statistics, sys
-rows, values = [], {}
-for line in open(sys.argv[1]):
-    row, side, value = line.rstrip("\n").split("\t")
-    if row not in values:
-        rows.append(row)
-        values[row] = {"old": [], "new": []}
-    values[row][side].append(float(value))
-def rng(v):
-    return f"{min(v):g}-{max(v):g}" if len(v) > 1 else "-"
-table = [("benchmark", "old median", "new median", "new/old", "old min-max", "new min-max", "better")]
-for row in rows:
-    old, new = values[row]["old"], values[row]["new"]
-    om, nm = statistics.median(old), statistics.median(new)
-    table.append((row, f"{om:g}", f"{nm:g}", f"{nm / om:.3f}" if om else "-", rng(old), rng(new),
-                  "higher" if "MB/s" in row else "lower"))
-widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-for r in table:
-    print("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
-PY
+table
 rm -rf "$WORK"

@@ -58,14 +58,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 
 declare -A BIN
-for side in old new; do
-  path=$([ "$side" = old ] && echo "$1" || echo "$2")
-  if [ ! -x "$path" ] || [ -d "$path" ]; then
-    echo "$side binary $path: not an executable file" >&2
-    exit 2
-  fi
-  BIN[$side]=$(realpath "$path")
-done
+binaries "$1" "$2"
 for count in "ROUNDS=$ROUNDS" "CALLGRIND_REPEAT=$CALLGRIND_REPEAT"; do
   case ${count#*=} in
     '' | *[!0-9]* | 0) echo "${count%%=*} must be a positive number, not ${count#*=}" >&2; exit 2 ;;
@@ -96,12 +89,6 @@ trap cleanup EXIT
 
 load() {
   cut -d' ' -f1-3 /proc/loadavg
-}
-
-# record ROW SIDE VALUE: one measurement, kept and shown.
-record() {
-  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RESULTS"
-  printf '  %-3s %-52s %s\n' "$2" "$1" "$3"
 }
 
 # bench ROUND NAME SIDE SCRIPT ARGS...: one script on one binary; each summary
@@ -206,26 +193,6 @@ fi
 echo "load after: $(load)"
 echo
 
-python3 - "$RESULTS" <<'PY'
-import statistics, sys
-rows, values = [], {}
-for line in open(sys.argv[1]):
-    row, side, value = line.rstrip("\n").split("\t")
-    if row not in values:
-        rows.append(row)
-        values[row] = {"old": [], "new": []}
-    values[row][side].append(int(value))
-def rng(v):
-    return f"{min(v)}-{max(v)}" if len(v) > 1 else "-"
-table = [("benchmark", "old median", "new median", "new/old", "old min-max", "new min-max", "better")]
-for row in rows:
-    old, new = values[row]["old"], values[row]["new"]
-    om, nm = statistics.median(old), statistics.median(new)
-    table.append((row, f"{om:.0f}", f"{nm:.0f}", f"{nm / om:.3f}" if om else "-", rng(old), rng(new),
-                  "lower" if "instructions" in row else "higher"))
-widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-for r in table:
-    print("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
-PY
+table
 echo
 echo "the scripts' output: $LOGS"

@@ -51,3 +51,30 @@ import statistics, sys
 v = sorted(int(float(x)) for x in sys.argv[1:])
 print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else ""))' "$@"
 }
+
+# Two builds compared side by side (compare.sh here, crates/jadpo-check/benches/compare.sh).
+# binaries OLD NEW: each must be an executable file; sets BIN[old] and BIN[new] to
+# their real paths (the caller declares `declare -A BIN` first).
+binaries() {
+  local side path
+  for side in old new; do
+    path=$([ "$side" = old ] && echo "$1" || echo "$2")
+    if [ ! -x "$path" ] || [ -d "$path" ]; then
+      echo "$side binary $path: not an executable file" >&2
+      exit 2
+    fi
+    BIN[$side]=$(realpath "$path")
+  done
+}
+
+# record ROW SIDE VALUE: one measurement, kept in $RESULTS and shown.
+record() {
+  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RESULTS"
+  printf '  %-3s %-52s %s\n' "$2" "$1" "$3"
+}
+
+# table: the measurements in $RESULTS as a table (table.py).
+table() {
+  python3 "$(dirname "${BASH_SOURCE[0]}")/table.py" "$RESULTS"
+}
+
