@@ -52,11 +52,17 @@ pub(crate) fn parse_at<'a>(src: &'a str, starts: &[usize], cuts: &[usize]) -> Op
     let within =
         |(start, end): (usize, usize)| starts.partition_point(|&s| s < end) - starts.partition_point(|&s| s < start);
     let pieces: Vec<Option<(Vec<ast::Decl<'a>>, Vec<ast::Comment>)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            bounds[1..].iter().map(|&bound| scope.spawn(move || parse_piece(src, bound, within(bound)))).collect();
+        // A thread the system refuses leaves its piece unread: the text is then
+        // parsed in one piece, as when a piece has an error.
+        let handles: Vec<_> = bounds[1..]
+            .iter()
+            .map(|&bound| {
+                std::thread::Builder::new().spawn_scoped(scope, move || parse_piece(src, bound, within(bound))).ok()
+            })
+            .collect();
         // The first piece on this thread, the others beside it.
         let first = parse_piece(src, bounds[0], starts.len());
-        std::iter::once(first).chain(handles.into_iter().map(|h| h.join().ok().flatten())).collect()
+        std::iter::once(first).chain(handles.into_iter().map(|h| h.and_then(|h| h.join().ok().flatten()))).collect()
     });
     let mut pieces = pieces.into_iter().collect::<Option<Vec<_>>>()?.into_iter();
     let (mut decls, mut comments) = pieces.next()?;
