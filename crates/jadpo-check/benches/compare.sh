@@ -50,9 +50,6 @@ binaries "$1" "$2"
 case $ROUNDS in
   '' | *[!0-9]* | 0) echo "ROUNDS must be a positive number, not $ROUNDS" >&2; exit 2 ;;
 esac
-wants() {
-  [[ " $BENCHES " == *" $1 "* ]]
-}
 [ -x /usr/bin/time ] || { echo "GNU time is needed: apt-get install time" >&2; exit 2; }
 if wants callgrind; then
   command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install valgrind" >&2; exit 2; }

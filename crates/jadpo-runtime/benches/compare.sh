@@ -64,9 +64,6 @@ for count in "ROUNDS=$ROUNDS" "CALLGRIND_REPEAT=$CALLGRIND_REPEAT"; do
     '' | *[!0-9]* | 0) echo "${count%%=*} must be a positive number, not ${count#*=}" >&2; exit 2 ;;
   esac
 done
-wants() {
-  [[ " $BENCHES " == *" $1 "* ]]
-}
 need() {
   command -v "$1" >/dev/null || { echo "$1 is needed${2:+: $2}" >&2; exit 2; }
 }

@@ -67,6 +67,11 @@ binaries() {
   done
 }
 
+# wants NAME: whether $BENCHES (a list of names) asks for the benchmark NAME.
+wants() {
+  [[ " $BENCHES " == *" $1 "* ]]
+}
+
 # record ROW SIDE VALUE: one measurement, kept in $RESULTS and shown.
 record() {
   printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$RESULTS"

@@ -39,7 +39,7 @@ use jadpo_core::store::{
 };
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -60,6 +60,8 @@ pub struct SqliteStore {
     /// The write-ahead log's size past which the next commit starts it over
     /// ([`WAL_LIMIT`], and twice the log's size after a checkpoint that could not).
     log_limit: AtomicU64,
+    /// The write-ahead log's file (`PATH-wal`); none in memory, which has no log.
+    log: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -126,6 +128,11 @@ impl SqliteStore {
             lock_wait: options.lock_wait,
             version: 0,
             log_limit: AtomicU64::new(WAL_LIMIT),
+            log: Some({
+                let mut log = path.as_os_str().to_owned();
+                log.push("-wal");
+                PathBuf::from(log)
+            }),
         };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
@@ -167,6 +174,7 @@ impl SqliteStore {
             lock_wait: jadpo_core::store::DEFAULT_LOCK_WAIT,
             version: 0,
             log_limit: AtomicU64::new(WAL_LIMIT),
+            log: None,
         };
         store.version = store.prepare(false, Access::ReadWrite)?;
         Ok(store)
@@ -275,8 +283,7 @@ impl SqliteStore {
     /// such a reader costs the commits after it little: each try holds the
     /// write lock while it waits.
     fn keep_log_short(&self, conn: &mut Connection) {
-        let log = format!("{}-wal", self.path);
-        let Ok(size) = std::fs::metadata(log).map(|m| m.len()) else {
+        let Some(Ok(size)) = self.log.as_ref().map(|log| std::fs::metadata(log).map(|m| m.len())) else {
             return;
         };
         if size <= self.log_limit.load(Ordering::Relaxed) {

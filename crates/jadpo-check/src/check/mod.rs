@@ -61,6 +61,13 @@ pub enum Lower {
     DiagnosticsOnly,
 }
 
+impl Lower {
+    /// Whether the check fills the symbol index.
+    fn indexes(self) -> bool {
+        self != Lower::DiagnosticsOnly
+    }
+}
+
 /// Checks the files of one program together.
 pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     let parsed: Vec<_> = files.iter().map(|f| parse(&f.text)).collect();
@@ -210,6 +217,7 @@ type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
 impl<'d, 'a> Cx<'d, 'a> {
     fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
         let n = decls.len();
+        let indexing = lower.indexes();
         Cx {
             decls,
             files,
@@ -226,14 +234,11 @@ impl<'d, 'a> Cx<'d, 'a> {
             },
             tests: Vec::new(),
             lower,
-            index: if lower == Lower::DiagnosticsOnly {
-                SymbolIndex::default()
-            } else {
-                SymbolIndex::with_defs(defs_upper_bound(decls))
-            },
-            // Only the index reads these; a check for diagnostics alone keeps neither.
-            decl_def: if lower == Lower::DiagnosticsOnly { Vec::new() } else { vec![None; n] },
-            member_defs: if lower == Lower::DiagnosticsOnly { Vec::new() } else { vec![Vec::new(); n] },
+            // The index and the two lists only it reads; a check for diagnostics
+            // alone keeps none of them.
+            index: if indexing { SymbolIndex::with_defs(defs_upper_bound(decls)) } else { SymbolIndex::default() },
+            decl_def: if indexing { vec![None; n] } else { Vec::new() },
+            member_defs: if indexing { vec![Vec::new(); n] } else { Vec::new() },
         }
     }
 
@@ -245,7 +250,7 @@ impl<'d, 'a> Cx<'d, 'a> {
 
     /// Whether the symbol index is filled (not for [`Lower::DiagnosticsOnly`]).
     fn indexing(&self) -> bool {
-        self.lower != Lower::DiagnosticsOnly
+        self.lower.indexes()
     }
 
     /// Keeps what a declaration resolved to, when a program will be built.

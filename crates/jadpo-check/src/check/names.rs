@@ -65,8 +65,8 @@ impl<'a> Cx<'_, 'a> {
     /// Resolves a reference to a declaration, reporting it when unknown.
     pub(super) fn resolve(&mut self, file: usize, kind: DeclKind, name: Name<'a>, code: Code) -> Option<usize> {
         let found = self.lookup(kind, name.text);
-        let target = found.and_then(|i| self.decl_def.get(i).copied().flatten());
         if self.indexing() && found.is_none_or(|i| self.decls[i].0 != BUILTIN_FILE) {
+            let target = found.and_then(|i| self.decl_def[i]);
             self.index.refer(SymbolKind::of_decl(kind), file, name.span, name.text, target);
         }
         match found {
