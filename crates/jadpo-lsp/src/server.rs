@@ -482,7 +482,7 @@ impl Server {
             files.push(SourceFile { name, text });
             uris.push(uri);
         }
-        let analysis = Analysis::new(files);
+        let analysis = Analysis::after(self.programs[i].analysis.take(), files);
         let mut fresh: HashMap<String, Vec<lsp::Diagnostic>> = uris.iter().map(|u| (u.clone(), Vec::new())).collect();
         for d in analysis.diagnostics() {
             if let Some(uri) = uris.get(d.file) {

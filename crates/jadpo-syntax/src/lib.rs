@@ -8,6 +8,9 @@
 pub mod ast;
 pub mod lexer;
 mod pieces;
+mod reparse;
+
+pub use reparse::{KeptParse, Reparsed};
 
 use ast::Span;
 use lalrpop_util::ParseError;

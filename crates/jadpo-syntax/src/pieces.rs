@@ -77,7 +77,7 @@ pub(crate) fn parse_at<'a>(src: &'a str, starts: &[usize], cuts: &[usize]) -> Op
 
 /// One piece's declarations (in a list with room for `room` of them) and
 /// comments, if it parsed without an error and no token crossed its end.
-fn parse_piece(
+pub(crate) fn parse_piece(
     src: &str,
     (start, end): (usize, usize),
     room: usize,
@@ -93,7 +93,7 @@ fn parse_piece(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::parse_serial;
     use proptest::prelude::*;
@@ -114,7 +114,7 @@ mod tests {
         true
     }
 
-    fn corpus() -> &'static [String] {
+    pub(crate) fn corpus() -> &'static [String] {
         static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
         CORPUS.get_or_init(read_corpus)
     }

@@ -23,7 +23,7 @@ use crate::program::{self as p, Program, Type};
 use crate::registry::{Code, Severity};
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Span};
-use jadpo_syntax::{SyntaxErrorKind, parse};
+use jadpo_syntax::{Parsed, SyntaxErrorKind, parse};
 use rustc_hash::FxHashMap;
 
 /// The outcome of checking a program.
@@ -71,6 +71,13 @@ impl Lower {
 /// Checks the files of one program together.
 pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
     let parsed: Vec<_> = files.iter().map(|f| parse(&f.text)).collect();
+    check_parsed(files, &parsed.iter().collect::<Vec<_>>(), lower)
+}
+
+/// Checks the files of one program together, each already parsed (`parsed[i]` is
+/// the parse of `files[i]`'s text): a tree kept between edits
+/// ([`jadpo_syntax::KeptParse`]) is checked without being read again.
+pub fn check_parsed(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower) -> Checked {
     let mut diags = Vec::new();
     let mut broken = false;
     for (file, p) in parsed.iter().enumerate() {

@@ -17,12 +17,18 @@ pub use hints::Hint;
 pub use symbols::Symbol;
 
 use crate::line_index::LineIndex;
-use jadpo_check::{Checked, Diagnostic, Lower, SourceFile, check};
+use jadpo_check::{Checked, Diagnostic, Lower, SourceFile, check_parsed};
+use jadpo_syntax::KeptParse;
 use jadpo_syntax::ast::{Decl, Span};
+use std::collections::HashMap;
 
-/// One program: its files, as the editor sees them, and what the checker made of them.
+/// One program: its files, as the editor sees them, their trees, and what the
+/// checker made of them.
 pub struct Analysis {
     files: Vec<SourceFile>,
+    /// Per file, its tree, kept so the next edit reads again only the
+    /// declarations it touched.
+    trees: Vec<KeptParse>,
     lines: Vec<LineIndex>,
     checked: Checked,
 }
@@ -30,9 +36,39 @@ pub struct Analysis {
 impl Analysis {
     /// Checks the files of one program together, as `jadpoc check` does.
     pub fn new(files: Vec<SourceFile>) -> Analysis {
-        let checked = check(&files, Lower::No);
-        let lines = files.iter().map(|f| LineIndex::new(&f.text)).collect();
-        Analysis { files, lines, checked }
+        Analysis::after(None, files)
+    }
+
+    /// Checks the files of one program together after an edit: a file that was in
+    /// `before` (by name) keeps its tree, read again where its text changed (see
+    /// [`KeptParse`]), and an unchanged file its line index. The diagnostics are
+    /// those of a check of the whole text, as `jadpoc check` gives them.
+    pub fn after(before: Option<Analysis>, files: Vec<SourceFile>) -> Analysis {
+        let mut kept: HashMap<String, (SourceFile, KeptParse, LineIndex)> = HashMap::new();
+        if let Some(before) = before {
+            // The old index and diagnostics go first: they are not needed again.
+            drop(before.checked);
+            let old = before.files.into_iter().zip(before.trees).zip(before.lines);
+            kept.extend(old.map(|((file, tree), lines)| (file.name.clone(), (file, tree, lines))));
+        }
+        let mut trees = Vec::with_capacity(files.len());
+        let mut lines = Vec::with_capacity(files.len());
+        for file in &files {
+            let (tree, index) = match kept.remove(&file.name) {
+                Some((old, tree, index)) if old.text == file.text => (tree, index),
+                Some((old, mut tree, _)) => {
+                    tree.update(&old.text, &file.text);
+                    (tree, LineIndex::new(&file.text))
+                }
+                None => (KeptParse::new(&file.text), LineIndex::new(&file.text)),
+            };
+            trees.push(tree);
+            lines.push(index);
+        }
+        drop(kept);
+        let parsed: Vec<_> = trees.iter().map(KeptParse::parsed).collect();
+        let checked = check_parsed(&files, &parsed, Lower::No);
+        Analysis { files, trees, lines, checked }
     }
 
     pub fn files(&self) -> &[SourceFile] {
@@ -66,11 +102,9 @@ impl Analysis {
             .filter(move |d| d.file == file && d.span.start <= span.end && span.start <= d.span.end)
     }
 
-    /// Calls `f` with the parsed tree of one file. Trees borrow their text and cost
-    /// several times its size, so they are made per request rather than kept.
+    /// Calls `f` with the tree of one file (none for a file not in the program).
     pub(crate) fn with_decls<R>(&self, file: usize, f: impl FnOnce(&[Decl<'_>]) -> R) -> R {
-        let parsed = jadpo_syntax::parse(self.text(file));
-        f(&parsed.file.decls)
+        f(self.trees.get(file).map_or(&[], |t| t.parsed().file.decls.as_slice()))
     }
 }
 
