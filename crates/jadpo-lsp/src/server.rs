@@ -53,8 +53,11 @@ pub(crate) struct Program {
     pub single: Option<String>,
     /// The files under the folder, as last found on disk.
     pub disk: Vec<PathBuf>,
-    /// The last analysis and the URI of each of its files; `None` when stale.
+    /// The last analysis (`None` before the first check) and the URI of each of
+    /// its files. A stale analysis keeps its files' trees for the next check.
     pub analysis: Option<Analysis>,
+    /// A file of the program changed since its last check.
+    pub stale: bool,
     pub uris: Vec<String>,
     /// What was last published for each URI, so unchanged files are not sent again
     /// and fixed ones are cleared.
@@ -300,13 +303,13 @@ impl Server {
                 // it is not on disk (never saved, or deleted while open).
                 self.refresh_disk();
                 if let Some(i) = program {
-                    self.programs[i].analysis = None;
+                    self.programs[i].stale = true;
                 }
             }
             n::DidSaveTextDocument::METHOD | n::DidChangeWatchedFiles::METHOD => {
                 self.refresh_disk();
                 for p in &mut self.programs {
-                    p.analysis = None;
+                    p.stale = true;
                 }
             }
             n::DidChangeWorkspaceFolders::METHOD => {
@@ -343,7 +346,7 @@ impl Server {
                 let found = (self.find_files)(root);
                 if found != p.disk {
                     p.disk = found;
-                    p.analysis = None;
+                    p.stale = true;
                 }
             }
         }
@@ -395,14 +398,14 @@ impl Server {
 
     fn stale(&mut self, uri: &str) {
         if let Some(i) = self.program_of(uri) {
-            self.programs[i].analysis = None;
+            self.programs[i].stale = true;
         }
     }
 
     /// Checks every program whose analysis is stale and publishes its diagnostics.
     pub(crate) fn publish_stale(&mut self) {
         for i in 0..self.programs.len() {
-            if self.programs[i].analysis.is_none() {
+            if self.programs[i].stale {
                 self.refresh(i);
             }
         }
@@ -413,7 +416,7 @@ impl Server {
     pub(crate) fn analysis_for(&mut self, uri: &str) -> Option<(&Analysis, usize, &[String])> {
         let uri = normalize(uri);
         let i = self.program_of(&uri)?;
-        if self.programs[i].analysis.is_none() {
+        if self.programs[i].stale {
             self.refresh(i);
         }
         let p = &self.programs[i];
@@ -519,6 +522,7 @@ impl Server {
         let program = &mut self.programs[i];
         program.published = fresh;
         program.analysis = Some(analysis);
+        program.stale = false;
         program.uris = uris;
     }
 
@@ -536,6 +540,14 @@ impl Server {
 
 impl Program {
     fn new(root: Option<PathBuf>, single: Option<String>) -> Program {
-        Program { root, single, disk: Vec::new(), analysis: None, uris: Vec::new(), published: HashMap::new() }
+        Program {
+            root,
+            single,
+            disk: Vec::new(),
+            analysis: None,
+            stale: true,
+            uris: Vec::new(),
+            published: HashMap::new(),
+        }
     }
 }

@@ -64,9 +64,9 @@ impl KeptParse {
         if !self.parsed.errors.is_empty() {
             return None;
         }
-        let prefix = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
-        let most = old.len().min(new.len()) - prefix;
-        let suffix = old.bytes().rev().zip(new.bytes().rev()).take(most).take_while(|(a, b)| a == b).count();
+        let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
+        let prefix = common_prefix(old_bytes, new_bytes);
+        let suffix = common_suffix(&old_bytes[prefix..], &new_bytes[prefix..]);
         // The edit replaced old[prefix..old_end] by new[prefix..new_end].
         let old_end = old.len() - suffix;
         let decls = &self.parsed.file.decls;
@@ -107,6 +107,24 @@ impl KeptParse {
         self.texts.push(text);
         Some(Reparsed::Declarations { old: first..after, new: count })
     }
+}
+
+/// Texts are compared a block at a time (a memory comparison), then byte by byte
+/// in the block that differs.
+const BLOCK: usize = 256;
+
+/// How many bytes `a` and `b` start with in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let blocks = a.chunks(BLOCK).zip(b.chunks(BLOCK)).take_while(|(x, y)| x == y).count();
+    let at = (blocks * BLOCK).min(a.len()).min(b.len());
+    at + a[at..].iter().zip(&b[at..]).take_while(|(x, y)| x == y).count()
+}
+
+/// How many bytes `a` and `b` end with in common.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let blocks = a.rchunks(BLOCK).zip(b.rchunks(BLOCK)).take_while(|(x, y)| x == y).count();
+    let at = (blocks * BLOCK).min(a.len()).min(b.len());
+    at + a[..a.len() - at].iter().rev().zip(b[..b.len() - at].iter().rev()).take_while(|(x, y)| x == y).count()
 }
 
 /// The whole parse of `text`, its lifetime that of the [`KeptParse`] holding `text`.
@@ -252,6 +270,20 @@ mod tests {
         }
         text.replace_range(start..end, insert);
         text
+    }
+
+    #[test]
+    fn texts_in_common_are_found_across_blocks() {
+        let a = "x".repeat(3 * BLOCK + 7);
+        for at in [0, 1, BLOCK - 1, BLOCK, 2 * BLOCK + 3, a.len() - 1] {
+            let mut b = a.clone().into_bytes();
+            b[at] = b'y';
+            assert_eq!(common_prefix(a.as_bytes(), &b), at);
+            assert_eq!(common_suffix(a.as_bytes(), &b), a.len() - 1 - at);
+        }
+        assert_eq!(common_prefix(a.as_bytes(), a.as_bytes()), a.len());
+        assert_eq!(common_prefix(b"abc", b"abcdef"), 3);
+        assert_eq!(common_suffix(b"def", b"abcdef"), 3);
     }
 
     #[test]
