@@ -144,6 +144,16 @@ impl SymbolIndex {
         self.refs.push(Ref { kind, file, span, name, target });
     }
 
+    /// Takes the references out, for a check that reuses some of them.
+    pub(crate) fn take_refs(&mut self) -> Vec<Ref> {
+        std::mem::take(&mut self.refs)
+    }
+
+    /// Adds a reference found by an earlier check (its name shared already).
+    pub(crate) fn push_ref(&mut self, r: Ref) {
+        self.refs.push(r);
+    }
+
     /// Sorts what place lookups search; the checker calls this once at the end.
     pub(crate) fn finish(&mut self) {
         self.names = FxHashSet::default();

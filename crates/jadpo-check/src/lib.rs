@@ -12,7 +12,9 @@ pub mod report;
 pub mod suggest;
 mod words;
 
-pub use check::{Checked, Lower, check, check_parsed, format_duration, format_duration_spaced};
+pub use check::{
+    Checked, Lower, Replacement, check, check_again, check_parsed, format_duration, format_duration_spaced,
+};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
 pub use index::{Def, DefId, Ref, SymbolIndex, SymbolKind};
 /// Durations as the language writes them, for the runtime's `--fake` answers.

@@ -29,8 +29,9 @@ pub struct KeptParse {
 /// What [`KeptParse::update`] read again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reparsed {
-    /// The declarations in `old` of the old list were replaced by `new` ones.
-    Declarations { old: std::ops::Range<usize>, new: usize },
+    /// The declarations in `old` of the old list were replaced by `new` ones, and
+    /// every place at or after `from` in the old text moved by `delta` bytes.
+    Declarations { old: std::ops::Range<usize>, new: usize, from: u32, delta: i64 },
     /// The whole text.
     Whole,
 }
@@ -105,7 +106,7 @@ impl KeptParse {
         parsed.comments.splice(c_first..c_after, comments.drain(..));
         self.stretches += text.len();
         self.texts.push(text);
-        Some(Reparsed::Declarations { old: first..after, new: count })
+        Some(Reparsed::Declarations { old: first..after, new: count, from: old_stop as u32, delta })
     }
 }
 
@@ -291,14 +292,20 @@ mod tests {
         let old = "event A { x: int }\n\nevent B { y: int }\n// about C\nevent C { z: int }\n";
         let new = old.replace("y: int", "y: string  w: bool");
         let mut kept = KeptParse::new(old);
-        assert_eq!(same_as_whole(&mut kept, old, &new), Reparsed::Declarations { old: 1..2, new: 1 });
+        assert!(
+            matches!(same_as_whole(&mut kept, old, &new), Reparsed::Declarations { old, new: 1, .. } if old == (1..2))
+        );
         // A declaration inserted: the text in common runs into `C`'s keyword, so
         // the edit is in `C`, read again with the new one.
         let newer = new.replace("event C", "event D { }\nevent C");
-        assert_eq!(same_as_whole(&mut kept, &new, &newer), Reparsed::Declarations { old: 2..3, new: 2 });
+        assert!(
+            matches!(same_as_whole(&mut kept, &new, &newer), Reparsed::Declarations { old, new: 2, .. } if old == (2..3))
+        );
         // Before the first declaration.
         let newest = format!("// head\n{newer}");
-        assert_eq!(same_as_whole(&mut kept, &newer, &newest), Reparsed::Declarations { old: 0..1, new: 1 });
+        assert!(
+            matches!(same_as_whole(&mut kept, &newer, &newest), Reparsed::Declarations { old, new: 1, .. } if old == (0..1))
+        );
     }
 
     #[test]
@@ -357,7 +364,7 @@ mod tests {
             // The digit is in a declaration, or in a comment between two.
             if parse(&new).errors.is_empty() {
                 prop_assert!(
-                    matches!(&reparsed, Reparsed::Declarations { old, new } if old.len() <= 2 && *new <= 2),
+                    matches!(&reparsed, Reparsed::Declarations { old, new, .. } if old.len() <= 2 && *new <= 2),
                     "{reparsed:?}"
                 );
             }

@@ -6,6 +6,7 @@
 //! declaration that did not parse, is known as "unknown" and everything that would
 //! only follow from it is skipped.
 
+mod again;
 mod calls;
 mod connection;
 mod decls;
@@ -15,6 +16,7 @@ mod names;
 mod test_blocks;
 mod values;
 
+pub use again::Replacement;
 pub use values::{format_duration, format_duration_spaced};
 
 use crate::diagnostic::{Diagnostic, SourceFile};
@@ -36,6 +38,12 @@ pub struct Checked {
     /// Every declaration and reference, as resolved; built by every check, errors
     /// or not.
     pub index: SymbolIndex,
+    /// What the check found for each subscriber and schedule, for
+    /// [`check_again`] (kept by a check for [`Lower::No`]).
+    memo: Option<again::Memo>,
+    /// How many subscribers and schedules [`check_again`] did not check again,
+    /// taking what the last check found for them.
+    pub reused: usize,
 }
 
 impl Checked {
@@ -78,6 +86,29 @@ pub fn check(files: &[SourceFile], lower: Lower) -> Checked {
 /// the parse of `files[i]`'s text): a tree kept between edits
 /// ([`jadpo_syntax::KeptParse`]) is checked without being read again.
 pub fn check_parsed(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower) -> Checked {
+    run(files, parsed, lower, None)
+}
+
+/// Checks the files of one program again after `edit` (for [`Lower::No`]):
+/// `previous` is the check of the files before it, and `parsed` the trees after it.
+/// The diagnostics and the index are a whole check's; when the edit replaced
+/// subscribers and schedules alone, keeping their kinds and names, what the last
+/// check found for every other subscriber and schedule is reused rather than found
+/// again (see `again.rs`).
+pub fn check_again(files: &[SourceFile], parsed: &[&Parsed<'_>], mut previous: Checked, edit: Replacement) -> Checked {
+    let memo = previous.memo.take();
+    let refs = previous.index.take_refs();
+    // The last check's diagnostics and index go before this one makes its own.
+    drop(previous);
+    run(files, parsed, Lower::No, memo.map(|m| (m, refs, edit)))
+}
+
+fn run(
+    files: &[SourceFile],
+    parsed: &[&Parsed<'_>],
+    lower: Lower,
+    previous: Option<(again::Memo, Vec<crate::index::Ref>, Replacement)>,
+) -> Checked {
     let mut diags = Vec::new();
     let mut broken = false;
     for (file, p) in parsed.iter().enumerate() {
@@ -95,8 +126,15 @@ pub fn check_parsed(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower) 
         .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
         .collect();
     let mut cx = Cx::new(&decls, files, broken, lower);
+    if lower == Lower::No {
+        cx.keep_findings();
+        if !broken {
+            cx.previous = previous.and_then(|(memo, refs, edit)| again::reusable(&decls, memo, refs, edit));
+        }
+    }
     cx.collect_names();
     cx.check_all();
+    cx.reuse_refs();
     diags.append(&mut cx.diags);
     // A literal that failed to lex, or a region nested too deep, stands in as a
     // placeholder value so the parse goes on; it is reported once, by the lexer, not
@@ -126,7 +164,8 @@ pub fn check_parsed(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower) 
     diags.sort_by_key(|d| (d.file, d.span.start, d.span.end));
     let mut index = std::mem::take(&mut cx.index);
     index.finish();
-    Checked { diagnostics: diags, program, index }
+    let reused = cx.reused;
+    Checked { diagnostics: diags, program, index, memo: cx.take_memo(), reused }
 }
 
 fn syntax_code(kind: SyntaxErrorKind) -> Code {
@@ -200,6 +239,12 @@ struct Cx<'d, 'a> {
     decl_def: Vec<Option<DefId>>,
     /// Per declaration: the definitions of its fields or parameters, in order.
     member_defs: Vec<Vec<DefId>>,
+    /// What this check finds for each subscriber and schedule, kept for the next.
+    memo: Option<again::Memo>,
+    /// The last check's findings, reused where the edit since did not reach.
+    previous: Option<again::Previous>,
+    /// How many declarations' findings were reused.
+    reused: usize,
 }
 
 /// How many definitions the index will hold at most: each declaration, each
@@ -246,6 +291,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             index: if indexing { SymbolIndex::with_defs(defs_upper_bound(decls)) } else { SymbolIndex::default() },
             decl_def: if indexing { vec![None; n] } else { Vec::new() },
             member_defs: if indexing { vec![Vec::new(); n] } else { Vec::new() },
+            memo: None,
+            previous: None,
+            reused: 0,
         }
     }
 
@@ -298,6 +346,9 @@ impl<'d, 'a> Cx<'d, 'a> {
     fn check_all(&mut self) {
         // Events and actions first: subscribers, schedules and tests need their types.
         for pass in [0, 1] {
+            if pass == 1 {
+                self.forget_marks();
+            }
             for index in 0..self.decls.len() {
                 let (file, decl) = self.decls[index];
                 let Body::Block { params, block } = &decl.body else { continue };
@@ -305,8 +356,10 @@ impl<'d, 'a> Cx<'d, 'a> {
                     (0, DeclKind::Event) => self.event(index, file, block),
                     (0, DeclKind::Connection) => self.connection(index, file, decl, block),
                     (0, DeclKind::Action) => self.action(index, file, decl, params, block),
-                    (1, DeclKind::Subscriber) => self.subscriber(index, file, decl, block),
-                    (1, DeclKind::Schedule) => self.schedule(index, file, decl, block),
+                    (1, DeclKind::Subscriber) => {
+                        self.check_or_reuse(index, |cx| cx.subscriber(index, file, decl, block))
+                    }
+                    (1, DeclKind::Schedule) => self.check_or_reuse(index, |cx| cx.schedule(index, file, decl, block)),
                     _ => {}
                 }
             }

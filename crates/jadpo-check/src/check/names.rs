@@ -71,7 +71,7 @@ impl<'a> Cx<'_, 'a> {
         }
         match found {
             Some(i) => {
-                self.used[i] = true;
+                self.mark_used(i);
                 Some(i)
             }
             None => {

@@ -17,9 +17,9 @@ pub use hints::Hint;
 pub use symbols::Symbol;
 
 use crate::line_index::LineIndex;
-use jadpo_check::{Checked, Diagnostic, Lower, SourceFile, check_parsed};
-use jadpo_syntax::KeptParse;
+use jadpo_check::{Checked, Diagnostic, Lower, Replacement, SourceFile, check_again, check_parsed};
 use jadpo_syntax::ast::{Decl, Span};
+use jadpo_syntax::{KeptParse, Reparsed};
 use std::collections::HashMap;
 
 /// One program: its files, as the editor sees them, their trees, and what the
@@ -45,19 +45,29 @@ impl Analysis {
     /// those of a check of the whole text, as `jadpoc check` gives them.
     pub fn after(before: Option<Analysis>, files: Vec<SourceFile>) -> Analysis {
         let mut kept: HashMap<String, (SourceFile, KeptParse, LineIndex)> = HashMap::new();
+        let mut last = None;
         if let Some(before) = before {
-            // The old index and diagnostics go first: they are not needed again.
-            drop(before.checked);
+            // The last check is reused only for the same files in the same order.
+            let same_files = before.files.iter().map(|f| &f.name).eq(files.iter().map(|f| &f.name));
+            last = same_files.then_some(before.checked);
             let old = before.files.into_iter().zip(before.trees).zip(before.lines);
             kept.extend(old.map(|((file, tree), lines)| (file.name.clone(), (file, tree, lines))));
         }
         let mut trees = Vec::with_capacity(files.len());
         let mut lines = Vec::with_capacity(files.len());
-        for file in &files {
+        // The one edit since the last check, when it replaced declarations by as
+        // many in one file.
+        let mut edits = Vec::new();
+        for (i, file) in files.iter().enumerate() {
             let (tree, index) = match kept.remove(&file.name) {
                 Some((old, tree, index)) if old.text == file.text => (tree, index),
                 Some((old, mut tree, _)) => {
-                    tree.update(&old.text, &file.text);
+                    edits.push(match tree.update(&old.text, &file.text) {
+                        Reparsed::Declarations { old, new, from, delta } if old.len() == new => {
+                            Some(Replacement { file: i, decls: old, from, delta })
+                        }
+                        _ => None,
+                    });
                     (tree, LineIndex::new(&file.text))
                 }
                 None => (KeptParse::new(&file.text), LineIndex::new(&file.text)),
@@ -67,7 +77,16 @@ impl Analysis {
         }
         drop(kept);
         let parsed: Vec<_> = trees.iter().map(KeptParse::parsed).collect();
-        let checked = check_parsed(&files, &parsed, Lower::No);
+        let checked = match (last, <[_; 1]>::try_from(edits)) {
+            // The same texts: the check is the last one.
+            (Some(last), Err(edits)) if edits.is_empty() => last,
+            (Some(last), Ok([Some(edit)])) => check_again(&files, &parsed, last, edit),
+            (last, _) => {
+                // The old index and diagnostics go before the check makes new ones.
+                drop(last);
+                check_parsed(&files, &parsed, Lower::No)
+            }
+        };
         Analysis { files, trees, lines, checked }
     }
 
@@ -81,6 +100,11 @@ impl Analysis {
 
     pub fn line_index(&self, file: usize) -> Option<&LineIndex> {
         self.lines.get(file)
+    }
+
+    /// What the checker made of the program.
+    pub fn checked(&self) -> &Checked {
+        &self.checked
     }
 
     /// Every diagnostic of the program, sorted by file, then offset.
