@@ -118,7 +118,13 @@ fn touches(span: Span, offset: u32) -> bool {
 impl SymbolIndex {
     /// An empty index with room for `defs` definitions.
     pub(crate) fn with_defs(defs: usize) -> SymbolIndex {
-        SymbolIndex { defs: Vec::with_capacity(defs), ..SymbolIndex::default() }
+        // At most as many names as definitions; references name what is defined,
+        // but for the few unknown names.
+        SymbolIndex {
+            defs: Vec::with_capacity(defs),
+            names: FxHashSet::with_capacity_and_hasher(defs, Default::default()),
+            ..SymbolIndex::default()
+        }
     }
 
     /// The one shared copy of `name`.

@@ -137,13 +137,14 @@ impl Cx<'_, '_> {
             return;
         }
         let (file, decl) = self.decls[index];
-        let name = self.index.intern(decl.name.text);
+        // The declaration's name as its definition shares it, without a lookup.
+        let name = self.decl_def.get(index).copied().flatten().map(|id| self.index.def(id).name.clone());
         if let Some(memo) = &mut self.memo {
             let start = memo.diags.len();
             memo.diags.extend_from_slice(&self.diags[diags..]);
             memo.records[index] = Record {
                 kind: Some(decl.kind),
-                name: Some(name),
+                name,
                 file,
                 span: decl.span,
                 diags: start..memo.diags.len(),
