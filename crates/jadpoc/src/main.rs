@@ -31,6 +31,20 @@ pub(crate) fn release_free_memory() {
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
+/// mimalloc's `mi_option_purge_delay`, by its place in `mi_option_e`
+/// (mimalloc.h); the bindings name no constant for it.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// From now on, memory freed is given back to the system at once rather than
+/// after mimalloc's delay (a second). For a short process whose peak comes after
+/// it has freed much (`jadpoc check`, after the parse's stacks and lists): that
+/// memory would otherwise still count in its peak.
+pub(crate) fn purge_freed_memory_at_once() {
+    // SAFETY: `mi_option_set` takes no pointer and only sets one of mimalloc's
+    // options, which it reads atomically; it may be called at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+}
+
 /// The jadpo toolchain: check programs, run them on the outbox runtime, test them in
 /// virtual time.
 #[derive(Parser)]

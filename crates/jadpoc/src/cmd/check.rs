@@ -35,6 +35,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The process exits once the report is out: the trees are not worth freeing,
+    // and what the parse frees before the check goes back to the system at once.
+    jadpo_syntax::keep_trees_until_exit();
+    crate::purge_freed_memory_at_once();
     let checked = check(&sources, Lower::DiagnosticsOnly);
     let out = match args.format {
         Format::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
