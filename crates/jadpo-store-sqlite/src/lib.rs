@@ -25,6 +25,7 @@ mod retention;
 mod schedules;
 mod schema;
 mod sharing;
+mod tx;
 
 pub use schema::APPLICATION_ID;
 
@@ -43,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+use tx::Tx;
 
 /// Statements each connection keeps prepared. The store has about fifty
 /// distinct ones (a claim alone is four); rusqlite's default of 16 evicted them
@@ -192,7 +194,7 @@ impl SqliteStore {
             return Err(open_error(&self.path, "only a store in memory can be cleared"));
         }
         self.with_retry(|conn| {
-            let tx = conn.transaction()?;
+            let tx = Tx::deferred(conn)?;
             // Every table the migrations made (read from the schema, so that a
             // table added later is emptied too). No table counts its ids with
             // AUTOINCREMENT, so an emptied one numbers its rows from 1 again.
@@ -364,39 +366,45 @@ fn read_only_place(path: &Path) -> bool {
         })
 }
 
+/// The position of the column `name` in `list`, a statement's result columns as
+/// its SQL lists them (`d.id, e.name AS event, ...`): each one's name is the
+/// word after its last space or dot. Evaluated when compiled, so that a
+/// statement's column list is the one place its positions are written, and a
+/// name it lacks fails the build.
+pub(crate) const fn column_at(list: &str, name: &str) -> usize {
+    let (list, name) = (list.as_bytes(), name.as_bytes());
+    let (mut at, mut start, mut i) = (0, 0, 0);
+    while i <= list.len() {
+        if i == list.len() || list[i] == b',' {
+            // The item is list[start..i]; its name starts after its last space or dot.
+            let mut end = i;
+            while end > start && list[end - 1] == b' ' {
+                end -= 1;
+            }
+            let mut word = end;
+            while word > start && list[word - 1] != b' ' && list[word - 1] != b'.' {
+                word -= 1;
+            }
+            if end - word == name.len() {
+                let mut k = 0;
+                while k < name.len() && list[word + k] == name[k] {
+                    k += 1;
+                }
+                if k == name.len() {
+                    return at;
+                }
+            }
+            at += 1;
+            start = i + 1;
+        }
+        i += 1;
+    }
+    panic!("no such column in the list")
+}
+
 /// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
 /// keeps a value of any type in any column, and one that is not an integer is
 /// as corrupt as a negative count.
-/// A statement's columns by name, read once per query: rusqlite's `Row::get`
-/// by name compares the name with every column's for every value read, which
-/// was a twentieth of a run's instructions in a claim's rows alone.
-pub(crate) struct Columns(rustc_hash::FxHashMap<String, usize>);
-
-impl Columns {
-    pub(crate) fn of(stmt: &rusqlite::Statement<'_>) -> Columns {
-        Columns(stmt.column_names().enumerate().map(|(i, name)| (name.to_string(), i)).collect())
-    }
-
-    /// The position of column `name`.
-    pub(crate) fn index(&self, name: &str) -> Result<usize, Error> {
-        match self.0.get(name) {
-            Some(&i) => Ok(i),
-            None => Err(rusqlite::Error::InvalidColumnName(name.to_string()).into()),
-        }
-    }
-
-    /// The positions of the columns `names`, looked up once for a query whose
-    /// rows are many (a lookup by name for every value read was a tenth of a
-    /// claim's instructions).
-    pub(crate) fn indices<const N: usize>(&self, names: [&str; N]) -> Result<[usize; N], Error> {
-        let mut out = [0; N];
-        for (slot, name) in out.iter_mut().zip(names) {
-            *slot = self.index(name)?;
-        }
-        Ok(out)
-    }
-}
-
 fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
     count_in(r.get_ref(column)?, column, row)
 }

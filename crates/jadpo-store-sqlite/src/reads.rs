@@ -1,9 +1,10 @@
 //! What the listing commands and the loops read: deliveries, a delivery's
 //! history, counts, breakers, and when work is next due. Nothing here writes.
 
-use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
-use super::claims::NOT_HELD_BACK;
+use super::breakers::{held_without_open_breaker, read_breakers};
+use super::claims::not_held_back;
 use super::schema::{VERSION_WITH_KEYS, VERSION_WITH_REASONS};
+use super::tx::Tx;
 use super::{Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
@@ -75,14 +76,15 @@ pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i6
     // A pending delivery held back by its key is not due: it is woken when the
     // one before it ends. Walked in due order, stopping at the first not held back.
     let pending = if keys {
-        format!(
-            "SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL \
-             AND {NOT_HELD_BACK} ORDER BY d.due_at LIMIT 1"
+        concat!(
+            "SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL AND ",
+            not_held_back!(),
+            " ORDER BY d.due_at LIMIT 1"
         )
     } else {
-        "SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL".to_string()
+        "SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL"
     };
-    let p: Option<i64> = conn.prepare_cached(&pending)?.query_row([], |r| r.get(0)).optional()?.flatten();
+    let p: Option<i64> = conn.prepare_cached(pending)?.query_row([], |r| r.get(0)).optional()?.flatten();
     let l: Option<i64> = conn
         .prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL")?
         .query_row([], |r| r.get(0))?;
@@ -98,7 +100,7 @@ pub(super) fn delivery(
     version: i64,
 ) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, Error> {
     // One read transaction: the delivery and its history are of one moment.
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let view = {
         let sql = format!(
             "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id WHERE d.id = ?1",
@@ -128,7 +130,7 @@ pub(super) fn delivery(
 }
 
 pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result<StatusView, Error> {
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
     {
         let mut stmt = tx.prepare_cached(
@@ -168,7 +170,11 @@ pub(super) fn breakers(conn: &mut Connection, version: i64) -> Result<Vec<Breake
 
 pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option<i64>, Error> {
     let orphans: bool = conn
-        .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER})"))?
+        .prepare_cached(concat!(
+            "SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE ",
+            held_without_open_breaker!(),
+            ")"
+        ))?
         .query_row([], |r| r.get(0))?;
     let mut next = orphans.then_some(now_ms);
     for view in read_breakers(conn, super::breakers::SWEPT)? {

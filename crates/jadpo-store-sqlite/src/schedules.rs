@@ -2,12 +2,13 @@
 //! only by the run that is still the latest.
 
 use super::Error;
+use super::tx::Tx;
 use jadpo_core::rules::{self, Failure};
 use jadpo_core::store::{ClaimedSchedule, ScheduleSpec};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, named_params};
+use rusqlite::{Connection, OptionalExtension, named_params};
 
 pub(super) fn sync(conn: &mut Connection, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     for s in schedules {
         let every = rules::ms_i64(s.every_ms);
         tx.prepare_cached(
@@ -25,7 +26,7 @@ pub(super) fn sync(conn: &mut Connection, schedules: &[ScheduleSpec], now_ms: i6
 /// Take the schedule's run due at `seen_due_at` (as read), moving its due time to
 /// `next_due_at`; only if it is still due then. Returns whether it did.
 pub(super) fn take_run(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     name: &str,
     seen_due_at: i64,
     next_due_at: i64,
@@ -45,7 +46,7 @@ pub(super) fn claim(
     schedules: &[ScheduleSpec],
     now_ms: i64,
 ) -> Result<Vec<ClaimedSchedule>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let mut claimed = Vec::new();
     for s in schedules {
         let row: Option<(i64, i64)> = tx

@@ -4,6 +4,7 @@
 //! keep the guards right for a store where nothing serializes the writers.
 
 use super::claims;
+use super::tx::Tx;
 use super::{SqliteStore, breakers, outcomes, schedules};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use jadpo_core::claim::{RowWrite, Seen};
@@ -11,7 +12,6 @@ use jadpo_core::rules::ClaimDecision;
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Decision, Failure, Outcome, Record};
 use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
-use rusqlite::{Transaction, TransactionBehavior};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -28,9 +28,9 @@ fn store() -> SqliteStore {
 }
 
 /// Run `f` in a write transaction, committed.
-fn write<T>(store: &SqliteStore, f: impl FnOnce(&Transaction<'_>) -> T) -> T {
+fn write<T>(store: &SqliteStore, f: impl FnOnce(&Tx<'_>) -> T) -> T {
     let mut conn = store.lock();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+    let tx = Tx::immediate(&mut conn).expect("begin");
     let out = f(&tx);
     tx.commit().expect("commit");
     out
@@ -68,7 +68,7 @@ fn decisions(failure: &Failure) -> [ClaimDecision; 4] {
 }
 
 /// The claim's statement for `decision` on the row read as [`PENDING`].
-fn claim_write(tx: &Transaction<'_>, decision: &ClaimDecision) -> bool {
+fn claim_write(tx: &Tx<'_>, decision: &ClaimDecision) -> bool {
     let write = RowWrite::of(decision, PENDING.attempts, T0, T0).expect("a decision that writes");
     claims::apply(&mut claims::Writes::new(tx), PENDING, "c", &write, T0).expect("statement")
 }
