@@ -106,6 +106,26 @@ pub struct Runtime {
     config: RuntimeConfig,
 }
 
+/// When the tick next has work, by kind: the breakers' sweep (an alert, a
+/// probe to wake, deliveries to release, a pause that ends) and the schedules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TickWork {
+    /// The sweep's, if it has any.
+    pub sweep_ms: Option<i64>,
+    /// The earliest schedule's due time, if the program has schedules.
+    pub schedules_ms: Option<i64>,
+}
+
+impl TickWork {
+    /// The earliest work of either kind.
+    pub fn at_ms(&self) -> Option<i64> {
+        match (self.sweep_ms, self.schedules_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// What a claim took, and how many due deliveries it left for a later claim
 /// because their connection has as many attempts in flight as it may.
 #[derive(Debug, Default)]
@@ -399,14 +419,28 @@ impl Runtime {
     /// releases), logging each alert this process raised, and claim the schedules
     /// due (the caller runs them).
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
-        let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
-        sweep.alerts.iter().for_each(events::alert);
-        if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
-            // A woken probe, released deliveries or an alert's events are due now.
-            self.observer.work_due();
+        self.tick_parts(now_ms, true, true)
+    }
+
+    /// The tick's work at `now_ms` of the kinds `work` says are due then: the
+    /// virtual-time driver, the store's one user, knows when each kind next has
+    /// work, and a kind with none does nothing but cost its transaction.
+    pub fn tick_due(&self, now_ms: i64, work: &TickWork) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        let due = |at: Option<i64>| at.is_some_and(|t| t <= now_ms);
+        self.tick_parts(now_ms, due(work.sweep_ms), due(work.schedules_ms))
+    }
+
+    fn tick_parts(&self, now_ms: i64, sweep: bool, schedules: bool) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        if sweep {
+            let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
+            let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
+            sweep.alerts.iter().for_each(events::alert);
+            if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
+                // A woken probe, released deliveries or an alert's events are due now.
+                self.observer.work_due();
+            }
         }
-        if self.schedules.is_empty() {
+        if !schedules || self.schedules.is_empty() {
             return Ok(Vec::new());
         }
         self.store.claim_schedules(&self.schedules, now_ms)
@@ -415,12 +449,14 @@ impl Runtime {
     /// The earliest time the tick has work at or after `now_ms`, if any (for the
     /// virtual-time driver, which runs the tick only when it has something to do).
     pub fn next_tick_work_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
-        let sweep = self.store.next_sweep_ms(now_ms)?;
-        let schedules = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
-        Ok(match (sweep, schedules) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+        Ok(self.next_tick_work(now_ms)?.at_ms())
+    }
+
+    /// When the tick next has work of each kind, at or after `now_ms`.
+    pub fn next_tick_work(&self, now_ms: i64) -> Result<TickWork, StoreError> {
+        let sweep_ms = self.store.next_sweep_ms(now_ms)?;
+        let schedules_ms = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
+        Ok(TickWork { sweep_ms, schedules_ms })
     }
 
     /// Make sure every declared schedule has its row (at start).

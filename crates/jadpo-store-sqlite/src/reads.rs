@@ -9,7 +9,7 @@ use super::{Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
 use jadpo_core::store::{AttemptView, BreakerView, DeliveryView, StatusView};
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::{Connection, Row};
 
 /// The columns of a delivery as listed from a store of schema `version`: one
 /// older than a column (read-only handles only) reads it as missing.
@@ -72,22 +72,34 @@ fn attempt_of(r: &Row<'_>, delivery: i64) -> Result<AttemptView, Error> {
     })
 }
 
-pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i64>, Error> {
-    // A pending delivery held back by its key is not due: it is woken when the
-    // one before it ends. Walked in due order, stopping at the first not held back.
-    let pending = if keys {
-        concat!(
-            "SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL AND ",
-            not_held_back!(),
-            " ORDER BY d.due_at LIMIT 1"
-        )
-    } else {
-        "SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL"
+/// The earliest end of a running delivery's lease (a lease's end is its row's
+/// due time).
+macro_rules! next_lease_end {
+    () => {
+        "(SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL)"
     };
-    let p: Option<i64> = conn.prepare_cached(pending)?.query_row([], |r| r.get(0)).optional()?.flatten();
-    let l: Option<i64> = conn
-        .prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL")?
-        .query_row([], |r| r.get(0))?;
+}
+
+/// The earliest due pending delivery and the earliest end of a lease, in one
+/// statement. A pending delivery held back by its key is not due: it is woken
+/// when the one before it ends. Walked in due order, stopping at the first not
+/// held back.
+const NEXT_DUE: &str = concat!(
+    "SELECT (SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL AND ",
+    not_held_back!(),
+    " ORDER BY d.due_at LIMIT 1), ",
+    next_lease_end!()
+);
+
+/// [`NEXT_DUE`] on a store older than ordering keys (a read-only handle).
+const NEXT_DUE_WITHOUT_KEYS: &str = concat!(
+    "SELECT (SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL), ",
+    next_lease_end!()
+);
+
+pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i64>, Error> {
+    let sql = if keys { NEXT_DUE } else { NEXT_DUE_WITHOUT_KEYS };
+    let (p, l): (Option<i64>, Option<i64>) = conn.prepare_cached(sql)?.query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(match (p, l) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
