@@ -117,6 +117,16 @@ pub struct TickWork {
 }
 
 impl TickWork {
+    /// Whether the sweep has work at `now_ms`.
+    pub fn sweep_due(&self, now_ms: i64) -> bool {
+        self.sweep_ms.is_some_and(|t| t <= now_ms)
+    }
+
+    /// Whether a schedule is due at `now_ms`.
+    pub fn schedules_due(&self, now_ms: i64) -> bool {
+        self.schedules_ms.is_some_and(|t| t <= now_ms)
+    }
+
     /// The earliest work of either kind.
     pub fn at_ms(&self) -> Option<i64> {
         match (self.sweep_ms, self.schedules_ms) {
@@ -426,8 +436,7 @@ impl Runtime {
     /// virtual-time driver, the store's one user, knows when each kind next has
     /// work, and a kind with none does nothing but cost its transaction.
     pub fn tick_due(&self, now_ms: i64, work: &TickWork) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        let due = |at: Option<i64>| at.is_some_and(|t| t <= now_ms);
-        self.tick_parts(now_ms, due(work.sweep_ms), due(work.schedules_ms))
+        self.tick_parts(now_ms, work.sweep_due(now_ms), work.schedules_due(now_ms))
     }
 
     fn tick_parts(&self, now_ms: i64, sweep: bool, schedules: bool) -> Result<Vec<ClaimedSchedule>, StoreError> {
@@ -454,9 +463,17 @@ impl Runtime {
 
     /// When the tick next has work of each kind, at or after `now_ms`.
     pub fn next_tick_work(&self, now_ms: i64) -> Result<TickWork, StoreError> {
-        let sweep_ms = self.store.next_sweep_ms(now_ms)?;
-        let schedules_ms = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
-        Ok(TickWork { sweep_ms, schedules_ms })
+        Ok(TickWork { sweep_ms: self.next_sweep_ms(now_ms)?, schedules_ms: self.next_schedules_ms()? })
+    }
+
+    /// When the breakers' sweep next has work, at or after `now_ms`.
+    pub fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.store.next_sweep_ms(now_ms)
+    }
+
+    /// When the earliest schedule is due, if the program has schedules.
+    pub fn next_schedules_ms(&self) -> Result<Option<i64>, StoreError> {
+        if self.schedules.is_empty() { Ok(None) } else { self.store.next_schedule_due_ms() }
     }
 
     /// Make sure every declared schedule has its row (at start).

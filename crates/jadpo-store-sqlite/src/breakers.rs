@@ -3,7 +3,7 @@
 
 use super::builtin::alerted;
 use super::tx::Tx;
-use super::{Error, RowOf, StoreError, count_in, schema};
+use super::{Error, RowOf, StoreError, count_in, execute_by_name, schema};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
@@ -229,8 +229,8 @@ pub(super) fn write_breaker(
         (":rate_tat_us", &next.rate_tat_us),
     ];
     let n = match old {
-        None => tx
-            .prepare_cached(
+        None => execute_by_name(
+            &mut tx.prepare_cached(
                 "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
                  pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
                  paused_until, paused_by, pause_reason, rate_tat_us) \
@@ -238,8 +238,9 @@ pub(super) fn write_breaker(
                  CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now, :paused_at, \
                  :paused_until, :paused_by, :pause_reason, :rate_tat_us) \
                  ON CONFLICT (connection) DO NOTHING",
-            )?
-            .execute(values.as_slice())?,
+            )?,
+            &values,
+        )?,
         Some(old) => {
             let old_state = old.state.as_str();
             // The rate's time only moves forward, so a change that is not of the
@@ -257,7 +258,7 @@ pub(super) fn write_breaker(
                 (":old_rate_tat_us", &old.rate_tat_us),
                 (":rate_changes", &rate_changes),
             ]);
-            tx.prepare_cached(
+            let mut stmt = tx.prepare_cached(
                 "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
                  opened_at = :opened_at, pause_ms = :pause_ms, alerts = :alerts, \
                  alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
@@ -268,8 +269,8 @@ pub(super) fn write_breaker(
                  WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
                  AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
                  AND paused_at IS :old_paused_at AND (NOT :rate_changes OR rate_tat_us IS :old_rate_tat_us)",
-            )?
-            .execute(values.as_slice())?
+            )?;
+            execute_by_name(&mut stmt, &values)?
         }
     };
     Ok(n == 1)
@@ -285,19 +286,20 @@ pub(super) fn release_one(
     held_since_ms: Option<i64>,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let n = tx
-        .prepare_cached(
+    let n = execute_by_name(
+        &mut tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
              held_since = NULL, held_connection = NULL \
              WHERE id = :id AND state = 'held' AND held_ms = :held_ms AND held_since IS :held_since",
-        )?
-        .execute(named_params! {
+        )?,
+        named_params! {
             ":id": id,
             ":now": now_ms,
             ":held_ms": held_ms,
             ":held_since": held_since_ms,
             ":held_ms_after": hold::held_ms_after_release(held_ms, held_since_ms, now_ms),
-        })?;
+        },
+    )?;
     Ok(n == 1)
 }
 

@@ -38,7 +38,7 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
-use rusqlite::types::ValueRef;
+use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -364,6 +364,35 @@ fn read_only_place(path: &Path) -> bool {
         || file.is_err_and(|e| {
             matches!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied)
         })
+}
+
+/// Bind `values`, each a parameter's name with its value, to `stmt` by position:
+/// each of the statement's parameters takes the value of its name. rusqlite's
+/// binding by name looks each name up through a cache of C strings, which was
+/// half of the cost of writing a breaker's row (23 parameters). A parameter
+/// with no value is an error, as it is for rusqlite.
+pub(crate) fn bind_by_name(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    values: &[(&str, &dyn ToSql)],
+) -> Result<(), Error> {
+    for i in 1..=stmt.parameter_count() {
+        let name = stmt.parameter_name(i).unwrap_or_default();
+        let Some((_, value)) = values.iter().find(|(n, _)| *n == name) else {
+            return Err(rusqlite::Error::InvalidParameterName(name.to_string()).into());
+        };
+        stmt.raw_bind_parameter(i, value)?;
+    }
+    Ok(())
+}
+
+/// Run `stmt` with `values` bound as [`bind_by_name`] binds them; returns the
+/// rows changed.
+pub(crate) fn execute_by_name(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    values: &[(&str, &dyn ToSql)],
+) -> Result<usize, Error> {
+    bind_by_name(stmt, values)?;
+    Ok(stmt.raw_execute()?)
 }
 
 /// The position of the column `name` in `list`, a statement's result columns as

@@ -1,11 +1,11 @@
 //! Schedules: one row each, claimed once per due time, their runs' ends recorded
 //! only by the run that is still the latest.
 
-use super::Error;
 use super::tx::Tx;
+use super::{Error, bind_by_name, execute_by_name};
 use jadpo_core::rules::{self, Failure};
 use jadpo_core::store::{ClaimedSchedule, ScheduleSpec};
-use rusqlite::{Connection, OptionalExtension, named_params};
+use rusqlite::{Connection, named_params};
 
 pub(super) fn sync(conn: &mut Connection, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), Error> {
     let tx = Tx::immediate(conn)?;
@@ -32,12 +32,13 @@ pub(super) fn take_run(
     next_due_at: i64,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let n = tx
-        .prepare_cached(
+    let n = execute_by_name(
+        &mut tx.prepare_cached(
             "UPDATE jadpo_schedules SET due_at = :next, runs = runs + 1, last_claimed_at = :now \
              WHERE name = :name AND due_at = :seen_due_at",
-        )?
-        .execute(named_params! {":name": name, ":seen_due_at": seen_due_at, ":next": next_due_at, ":now": now_ms})?;
+        )?,
+        named_params! {":name": name, ":seen_due_at": seen_due_at, ":next": next_due_at, ":now": now_ms},
+    )?;
     Ok(n == 1)
 }
 
@@ -49,10 +50,16 @@ pub(super) fn claim(
     let tx = Tx::immediate(conn)?;
     let mut claimed = Vec::new();
     for s in schedules {
-        let row: Option<(i64, i64)> = tx
-            .prepare_cached("SELECT due_at, runs FROM jadpo_schedules WHERE name = :name AND due_at <= :now")?
-            .query_row(named_params! {":name": s.name, ":now": now_ms}, |r| Ok((r.get("due_at")?, r.get("runs")?)))
-            .optional()?;
+        let row: Option<(i64, i64)> = {
+            let mut stmt =
+                tx.prepare_cached("SELECT due_at, runs FROM jadpo_schedules WHERE name = :name AND due_at <= :now")?;
+            bind_by_name(&mut stmt, named_params! {":name": s.name, ":now": now_ms})?;
+            let mut rows = stmt.raw_query();
+            match rows.next()? {
+                Some(r) => Some((r.get(0)?, r.get(1)?)),
+                None => None,
+            }
+        };
         let Some((due_at, runs)) = row else { continue };
         let next = rules::schedule_next_due_ms(due_at, s.every_ms, now_ms);
         if take_run(&tx, &s.name, due_at, next, now_ms)? {
@@ -71,18 +78,19 @@ pub(super) fn record(
     ended_at_ms: i64,
     failure: Option<&Failure>,
 ) -> Result<bool, Error> {
-    let n = conn
-        .prepare_cached(
+    let n = execute_by_name(
+        &mut conn.prepare_cached(
             "UPDATE jadpo_schedules SET last_ended_at = :ended, last_code = :code, last_kind = :kind \
              WHERE name = :name AND runs = :run",
-        )?
-        .execute(named_params! {
+        )?,
+        named_params! {
             ":name": name,
             ":run": i64::try_from(run).unwrap_or(i64::MAX),
             ":ended": ended_at_ms,
             ":code": failure.map(|f| f.code.as_str()),
             ":kind": failure.map(|f| f.kind.as_str()),
-        })?;
+        },
+    )?;
     Ok(n == 1)
 }
 
