@@ -191,6 +191,11 @@ pub struct Scenario {
     /// a retry). The scenario is its store's one user, so a schedule's run,
     /// which writes its schedule's row alone, leaves it true.
     known_due: Option<Option<i64>>,
+    /// When the sweep next has work, while nothing that writes deliveries or
+    /// breakers has run since, and only an answer after the time it was asked
+    /// at (one due at once counts from the time asked; see
+    /// [`Store::next_sweep_ms`]).
+    known_sweep: Option<Option<i64>>,
     /// When the earliest schedule is due, while no schedule was claimed since.
     known_schedules: Option<Option<i64>>,
 }
@@ -230,8 +235,16 @@ impl Scenario {
             inflight: None,
             tick_ran_at: None,
             known_due: None,
+            known_sweep: None,
             known_schedules: None,
         })
+    }
+
+    /// Deliveries or breakers may change next (a claim, an outcome, the sweep,
+    /// an emit, a retry): what was known of them is read again.
+    fn deliveries_change(&mut self) {
+        self.known_due = None;
+        self.known_sweep = None;
     }
 
     /// The current virtual time.
@@ -263,7 +276,17 @@ impl Scenario {
                 Some(at) => at,
                 None => *self.known_schedules.insert(self.runtime.next_schedules_ms()?),
             };
-            let work = TickWork { sweep_ms: self.runtime.next_sweep_ms(now)?, schedules_ms };
+            let sweep_ms = match self.known_sweep {
+                Some(at) => at,
+                None => {
+                    let at = self.runtime.next_sweep_ms(now)?;
+                    if at.is_none_or(|t| t > now) {
+                        self.known_sweep = Some(at);
+                    }
+                    at
+                }
+            };
+            let work = TickWork { sweep_ms, schedules_ms };
             let tick = work.at_ms().filter(|t| self.tick_ran_at.is_none_or(|ran| *t > ran));
             let next = match (due, tick) {
                 (Some(a), Some(b)) => a.min(b),
@@ -279,7 +302,7 @@ impl Scenario {
             let now = self.now_ms();
             if due.is_some_and(|d| d <= now) {
                 // Attempts first, one at a time; the tick runs once they are drained.
-                self.known_due = None;
+                self.deliveries_change();
                 let report = self.runtime.claim_due(now, 1)?.report;
                 self.tick_ran_at = None;
                 if report.changed() == 0 {
@@ -298,7 +321,7 @@ impl Scenario {
                 // each find nothing to do before their time (nothing else writes
                 // this store), and their transactions were most of a tick's cost.
                 if work.sweep_due(now) {
-                    self.known_due = None;
+                    self.deliveries_change();
                 }
                 if work.schedules_due(now) {
                     self.known_schedules = None;
@@ -344,7 +367,7 @@ impl Scenario {
         self.tick_ran_at = None;
         match work {
             Work::Attempt(c) => {
-                self.known_due = None;
+                self.deliveries_change();
                 let done = self.runtime.conclude(&c, outcome, now);
                 self.runtime.record_outcomes(&[done])?;
             }
@@ -394,7 +417,7 @@ impl Scenario {
                 let payload: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), literal(v))).collect();
                 let new = new_event_from_value(&program, name, &Value::Object(payload))
                     .map_err(|e| FailureDetail::Step(format!("the event does not check: {e}")))?;
-                self.known_due = None;
+                self.deliveries_change();
                 self.store.emit(&[new], self.now_ms())?;
             }
             Step::Wait { ms } => self.wait(*ms)?,
@@ -403,7 +426,7 @@ impl Scenario {
                 let Some((d, _)) = self.latest(name)? else {
                     return Err(FailureDetail::Step(format!("`{name}` has no delivery to retry")));
                 };
-                self.known_due = None;
+                self.deliveries_change();
                 match self.store.retry(&[d.id], self.now_ms())?.first() {
                     Some(RetryResult::Retried) => {}
                     _ => {
