@@ -53,11 +53,11 @@ macro_rules! claim_read {
 }
 
 /// A claim's read of ended leases: a lease that ended is its key's head already.
-const READ_ENDED_LEASES: &str = claim_read!("");
+pub(super) const READ_ENDED_LEASES: &str = claim_read!("");
 
 /// A claim's read of due pending rows: one may wait behind an earlier delivery
 /// of its key.
-const READ_DUE: &str = claim_read!(concat!(" AND ", not_held_back!()));
+pub(super) const READ_DUE: &str = claim_read!(concat!(" AND ", not_held_back!()));
 
 /// The positions of the columns a claim reads.
 mod at {

@@ -84,7 +84,7 @@ macro_rules! next_lease_end {
 /// statement. A pending delivery held back by its key is not due: it is woken
 /// when the one before it ends. Walked in due order, stopping at the first not
 /// held back.
-const NEXT_DUE: &str = concat!(
+pub(super) const NEXT_DUE: &str = concat!(
     "SELECT (SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL AND ",
     not_held_back!(),
     " ORDER BY d.due_at LIMIT 1), ",

@@ -331,3 +331,65 @@ fn attempts_added_in_chunks_are_each_added_once_in_order() {
         assert_eq!(found, wanted, "{n} attempts");
     }
 }
+
+#[test]
+fn a_store_of_version_seven_keeps_only_claimable_deliveries_in_the_claims_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::schema::MIGRATIONS[..7] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 7).expect("version");
+        conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+        conn.execute_batch(&format!(
+            "INSERT INTO jadpo_events (id, name, payload, emitted_at) VALUES (1, 'Paid', '{{}}', 0);
+             INSERT INTO jadpo_deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+             lease_until, budget_start, held_since, held_connection, created_at) VALUES \
+             (1, 1, 'rec', 'c', 'succeeded', 1, NULL, NULL, 0, NULL, NULL, 0), \
+             (2, 1, 'rec', 'c', 'pending', 0, {T0}, NULL, 0, NULL, NULL, 0), \
+             (3, 1, 'rec', 'c', 'running', 1, {lease}, {lease}, 0, NULL, NULL, 0), \
+             (4, 1, 'rec', 'd', 'held', 1, NULL, NULL, 0, {T0}, 'd', 0);
+             INSERT INTO jadpo_circuit_breakers (connection, state, opened_at) VALUES ('d', 'open', {T0});",
+            lease = T0 + 60_000,
+        ))
+        .expect("rows");
+    }
+    let store = SqliteStore::open(&path).expect("migrate");
+    {
+        let conn = store.lock();
+        let in_index = |index: &str, condition: &str| -> Vec<i64> {
+            let sql = format!("SELECT id FROM jadpo_deliveries INDEXED BY {index} WHERE {condition} ORDER BY id");
+            let mut stmt = conn.prepare(&sql).expect("select");
+            stmt.query_map([], |r| r.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+        };
+        assert_eq!(in_index("jadpo_deliveries_due", "due_at IS NOT NULL"), vec![2, 3], "pending and running");
+        assert_eq!(in_index("jadpo_deliveries_held", "state = 'held'"), vec![4]);
+        // Every read a claim, the next due time and the breakers make of the
+        // deliveries goes through an index, never a walk of every row.
+        let reads = [
+            claims::READ_DUE,
+            claims::READ_ENDED_LEASES,
+            super::reads::NEXT_DUE,
+            breakers::BREAKERS_WITH_HELD,
+            &format!("SELECT 1 FROM jadpo_deliveries WHERE {}", breakers::HELD_WITHOUT_OPEN_BREAKER),
+        ];
+        for sql in reads {
+            // The plan does not depend on the values, left unbound.
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("plan");
+            let mut rows = stmt.raw_query();
+            let mut plan: Vec<String> = Vec::new();
+            while let Some(r) = rows.next().expect("step") {
+                plan.push(r.get(3).expect("detail"));
+            }
+            for step in plan.iter().filter(|s| s.contains("jadpo_deliveries") || s.contains(" d ")) {
+                assert!(step.contains("INDEX"), "`{step}` of {sql}");
+            }
+        }
+    }
+    assert_eq!(store.next_due_ms().expect("next due"), Some(T0));
+    let held: Vec<(String, u64)> =
+        store.breakers().expect("breakers").into_iter().map(|b| (b.connection, b.held)).collect();
+    assert_eq!(held, vec![("d".to_string(), 1)], "the held delivery counted for its breaker");
+}
