@@ -141,6 +141,12 @@ pub(super) fn delivery(
     Ok(Some((view, history)))
 }
 
+/// When the oldest pending delivery was made. Every pending delivery has a due
+/// time; saying so lets the claims' index, which holds only deliveries with
+/// one, answer instead of a walk of every row.
+pub(super) const OLDEST_PENDING: &str =
+    "SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL";
+
 pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result<StatusView, Error> {
     let tx = Tx::deferred(conn)?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
@@ -170,8 +176,7 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result
         let paused = super::breakers::read_breakers_of(&tx, super::breakers::PAUSED, version)?;
         view.breakers_paused = paused.iter().filter(|b| breaker::paused(&b.row, now_ms)).count() as u64;
     }
-    let oldest: Option<i64> =
-        tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
+    let oldest: Option<i64> = tx.query_row(OLDEST_PENDING, [], |r| r.get(0))?;
     view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
     Ok(view)
 }

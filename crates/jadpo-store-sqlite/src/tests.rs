@@ -373,6 +373,7 @@ fn a_store_of_version_seven_keeps_only_claimable_deliveries_in_the_claims_index(
             claims::READ_ENDED_LEASES,
             super::reads::NEXT_DUE,
             breakers::BREAKERS_WITH_HELD,
+            super::reads::OLDEST_PENDING,
             &format!("SELECT 1 FROM jadpo_deliveries WHERE {}", breakers::HELD_WITHOUT_OPEN_BREAKER),
         ];
         for sql in reads {
