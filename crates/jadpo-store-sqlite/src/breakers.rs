@@ -3,7 +3,7 @@
 
 use super::builtin::alerted;
 use super::tx::Tx;
-use super::{Error, RowOf, StoreError, count_in, execute_by_name, schema};
+use super::{Error, RowOf, StoreError, by_name, count_in, schema};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
@@ -229,7 +229,7 @@ pub(super) fn write_breaker(
         (":rate_tat_us", &next.rate_tat_us),
     ];
     let n = match old {
-        None => execute_by_name(
+        None => by_name!().execute(
             &mut tx.prepare_cached(
                 "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
                  pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
@@ -270,7 +270,7 @@ pub(super) fn write_breaker(
                  AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
                  AND paused_at IS :old_paused_at AND (NOT :rate_changes OR rate_tat_us IS :old_rate_tat_us)",
             )?;
-            execute_by_name(&mut stmt, &values)?
+            by_name!().execute(&mut stmt, &values)?
         }
     };
     Ok(n == 1)
@@ -286,7 +286,7 @@ pub(super) fn release_one(
     held_since_ms: Option<i64>,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let n = execute_by_name(
+    let n = by_name!().execute(
         &mut tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
              held_since = NULL, held_connection = NULL \

@@ -6,7 +6,7 @@ use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{AttemptRow, insert_attempts};
 use super::tx::Tx;
-use super::{Error, RowOf, bind_by_name, count_in, failure_of, state_of};
+use super::{Error, RowOf, by_name, count_in, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
 use jadpo_core::rules::breaker::BreakerRow;
@@ -83,9 +83,10 @@ mod at {
 }
 
 fn read_claim_rows(tx: &Tx<'_>, state: DeliveryState, now_ms: i64, limit: usize) -> Result<Vec<ClaimRow>, Error> {
-    let sql = if state == DeliveryState::Pending { READ_DUE } else { READ_ENDED_LEASES };
+    let (sql, at) =
+        if state == DeliveryState::Pending { (READ_DUE, by_name!()) } else { (READ_ENDED_LEASES, by_name!()) };
     let mut stmt = tx.prepare_cached(sql)?;
-    bind_by_name(&mut stmt, named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
+    at.bind(&mut stmt, named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
     let mut rows = stmt.raw_query();
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {

@@ -373,34 +373,73 @@ fn read_only_place(path: &Path) -> bool {
         })
 }
 
-/// Bind `values`, each a parameter's name with its value, to `stmt` by position:
-/// each of the statement's parameters takes the value of its name. rusqlite's
-/// binding by name looks each name up through a cache of C strings, which was
-/// half of the cost of writing a breaker's row (23 parameters). A parameter
-/// with no value is an error, as it is for rusqlite.
-pub(crate) fn bind_by_name(
-    stmt: &mut rusqlite::CachedStatement<'_>,
-    values: &[(&str, &dyn ToSql)],
-) -> Result<(), Error> {
-    for i in 1..=stmt.parameter_count() {
-        let name = stmt.parameter_name(i).unwrap_or_default();
-        let Some((_, value)) = values.iter().find(|(n, _)| *n == name) else {
-            return Err(rusqlite::Error::InvalidParameterName(name.to_string()).into());
-        };
-        stmt.raw_bind_parameter(i, value)?;
+/// Where each parameter of one call site's statement finds its value in the
+/// list of named values the site binds, looked up by name the first time and
+/// kept: rusqlite's binding by name looks each name up through a cache of C
+/// strings, and a lookup of each name by SQLite's own list of names cost about
+/// as much; either was half of the cost of writing a breaker's row (23
+/// values). Each call site has its own ([`by_name!`]), binding one statement
+/// with one list of names in one order.
+pub(crate) struct ByName(std::sync::OnceLock<Vec<usize>>);
+
+impl ByName {
+    pub(crate) const fn new() -> ByName {
+        ByName(std::sync::OnceLock::new())
     }
-    Ok(())
+
+    /// Bind `values`, each a parameter's name with its value, to `stmt`: each
+    /// of the statement's parameters takes the value of its name. A parameter
+    /// with no value is an error, as it is for rusqlite.
+    pub(crate) fn bind(
+        &self,
+        stmt: &mut rusqlite::CachedStatement<'_>,
+        values: &[(&str, &dyn ToSql)],
+    ) -> Result<(), Error> {
+        let order = match self.0.get() {
+            Some(order) => order,
+            None => {
+                let mut order = Vec::with_capacity(stmt.parameter_count());
+                for i in 1..=stmt.parameter_count() {
+                    let name = stmt.parameter_name(i).unwrap_or_default();
+                    match values.iter().position(|(n, _)| *n == name) {
+                        Some(k) => order.push(k),
+                        None => return Err(rusqlite::Error::InvalidParameterName(name.to_string()).into()),
+                    }
+                }
+                self.0.get_or_init(|| order)
+            }
+        };
+        for (i, &k) in order.iter().enumerate() {
+            let Some((_, value)) = values.get(k) else {
+                return Err(rusqlite::Error::InvalidParameterCount(values.len(), order.len()).into());
+            };
+            stmt.raw_bind_parameter(i + 1, value)?;
+        }
+        Ok(())
+    }
+
+    /// Run `stmt` with `values` bound as [`ByName::bind`] binds them; returns
+    /// the rows changed.
+    pub(crate) fn execute(
+        &self,
+        stmt: &mut rusqlite::CachedStatement<'_>,
+        values: &[(&str, &dyn ToSql)],
+    ) -> Result<usize, Error> {
+        self.bind(stmt, values)?;
+        Ok(stmt.raw_execute()?)
+    }
 }
 
-/// Run `stmt` with `values` bound as [`bind_by_name`] binds them; returns the
-/// rows changed.
-pub(crate) fn execute_by_name(
-    stmt: &mut rusqlite::CachedStatement<'_>,
-    values: &[(&str, &dyn ToSql)],
-) -> Result<usize, Error> {
-    bind_by_name(stmt, values)?;
-    Ok(stmt.raw_execute()?)
+/// This call site's [`ByName`]: a site binds one statement's text with one list
+/// of names in one order (a site choosing between two statements takes one
+/// each).
+macro_rules! by_name {
+    () => {{
+        static AT: $crate::ByName = $crate::ByName::new();
+        &AT
+    }};
 }
+pub(crate) use by_name;
 
 /// The position of the column `name` in `list`, a statement's result columns as
 /// its SQL lists them (`d.id, e.name AS event, ...`): each one's name is the

@@ -2,7 +2,7 @@
 //! only by the run that is still the latest.
 
 use super::tx::Tx;
-use super::{Error, bind_by_name, execute_by_name};
+use super::{Error, by_name};
 use jadpo_core::rules::{self, Failure};
 use jadpo_core::store::{ClaimedSchedule, ScheduleSpec};
 use rusqlite::{Connection, named_params};
@@ -32,7 +32,7 @@ pub(super) fn take_run(
     next_due_at: i64,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let n = execute_by_name(
+    let n = by_name!().execute(
         &mut tx.prepare_cached(
             "UPDATE jadpo_schedules SET due_at = :next, runs = runs + 1, last_claimed_at = :now \
              WHERE name = :name AND due_at = :seen_due_at",
@@ -53,7 +53,7 @@ pub(super) fn claim(
         let row: Option<(i64, i64)> = {
             let mut stmt =
                 tx.prepare_cached("SELECT due_at, runs FROM jadpo_schedules WHERE name = :name AND due_at <= :now")?;
-            bind_by_name(&mut stmt, named_params! {":name": s.name, ":now": now_ms})?;
+            by_name!().bind(&mut stmt, named_params! {":name": s.name, ":now": now_ms})?;
             let mut rows = stmt.raw_query();
             match rows.next()? {
                 Some(r) => Some((r.get(0)?, r.get(1)?)),
@@ -78,7 +78,7 @@ pub(super) fn record(
     ended_at_ms: i64,
     failure: Option<&Failure>,
 ) -> Result<bool, Error> {
-    let n = execute_by_name(
+    let n = by_name!().execute(
         &mut conn.prepare_cached(
             "UPDATE jadpo_schedules SET last_ended_at = :ended, last_code = :code, last_kind = :kind \
              WHERE name = :name AND runs = :run",

@@ -394,3 +394,26 @@ fn a_store_of_version_seven_keeps_only_claimable_deliveries_in_the_claims_index(
         store.breakers().expect("breakers").into_iter().map(|b| (b.connection, b.held)).collect();
     assert_eq!(held, vec![("d".to_string(), 1)], "the held delivery counted for its breaker");
 }
+
+#[test]
+fn a_named_value_the_statement_lacks_is_an_error_and_the_rest_bind_by_name() {
+    let store = store();
+    let conn = store.lock();
+    let mut stmt = conn.prepare_cached("SELECT :b, :a").expect("prepare");
+    let missing = super::by_name!().bind(&mut stmt, rusqlite::named_params! {":a": 1});
+    assert!(missing.is_err(), "`:b` has no value");
+    let at = super::by_name!();
+    for (a, b) in [(1, 2), (3, 4)] {
+        at.bind(&mut stmt, rusqlite::named_params! {":a": a, ":b": b}).expect("bind");
+        let mut rows = stmt.raw_query();
+        let row = rows.next().expect("step").expect("a row");
+        assert_eq!((row.get::<_, i64>(0).expect("b"), row.get::<_, i64>(1).expect("a")), (b, a));
+    }
+}
+
+#[test]
+fn a_column_is_found_by_the_word_after_its_last_space_or_dot() {
+    const LIST: &str = "d.id, e.name AS event, d.handled_at IS NOT NULL AS handled, payload , 0 AS held";
+    let at = |name| super::column_at(LIST, name);
+    assert_eq!([at("id"), at("event"), at("handled"), at("payload"), at("held")], [0, 1, 2, 3, 4]);
+}
