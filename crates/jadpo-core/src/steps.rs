@@ -27,7 +27,10 @@ use crate::store::{
 };
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
-use std::collections::HashMap;
+// The maps a claim and an outcome look up for every delivery (by subscriber and
+// connection name) hash with FxHash: std's SipHash was a thirtieth of a run's
+// instructions, and these keys are the program's own names.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 /// What the steps tell whoever drives or watches them: work that is due now (the
@@ -175,7 +178,7 @@ impl Runtime {
             drivers,
             subscribers,
             rates,
-            rate_queue: Mutex::new(HashMap::new()),
+            rate_queue: Mutex::new(HashMap::default()),
             schedules,
             observer: Arc::new(NoObserver),
             random,
@@ -244,7 +247,7 @@ impl Runtime {
     /// at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
         // Runs let through, by connection, to give back those that did not start.
-        let mut let_through: HashMap<String, usize> = HashMap::new();
+        let mut let_through: HashMap<String, usize> = HashMap::default();
         let mut waiting = 0;
         // The rates' queues as this claim starts; merged back after it. Each call
         // that waits is due at its own turn, behind those queued before it.

@@ -10,7 +10,7 @@ use jadpo_core::rules::{self, Decision, Failure, Record};
 use jadpo_core::store::Raise;
 use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
 use rusqlite::{Connection, Statement, ToSql, named_params, params};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A failure's short human reason, as the store keeps it.
 pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
@@ -183,7 +183,7 @@ pub(super) fn record(
         .collect();
     insert_attempts(&tx, &attempts)?;
     // Count each written outcome for its connection's breaker, in order.
-    let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
+    let mut breakers: FxHashMap<&str, Option<BreakerRow>> = FxHashMap::default();
     for r in written.iter().map(|&i| &outcomes[i]) {
         let current = match breakers.get(r.connection.as_str()) {
             Some(row) => row.clone(),
