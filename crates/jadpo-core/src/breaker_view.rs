@@ -26,7 +26,9 @@
 use crate::rules::breaker::{self, BreakerRow, Signal};
 use crate::rules::{ClaimDecision, Outcome};
 use jadpo_check::program::{BreakerState, Program};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+// Looked up by connection for every delivery: FxHash, as the steps' maps.
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 /// An outcome concluded in this process.

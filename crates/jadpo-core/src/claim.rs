@@ -22,7 +22,8 @@ use crate::store::{
     end_reason_at_claim,
 };
 use jadpo_check::program::DeliveryState;
-use std::collections::HashMap;
+// Looked up by connection for every row: FxHash, as the steps' maps.
+use rustc_hash::FxHashMap as HashMap;
 
 /// A due delivery as a claim read it, joined with its event.
 #[derive(Debug, Clone)]
@@ -226,7 +227,7 @@ pub fn plan<B: BreakerRows>(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
 ) -> Result<ClaimPlan, B::Error> {
     // Each connection's breaker as this claim leaves it.
-    let mut rows_of: HashMap<String, Option<BreakerRow>> = HashMap::new();
+    let mut rows_of: HashMap<String, Option<BreakerRow>> = HashMap::default();
     let mut plan = ClaimPlan { changes: Vec::with_capacity(rows.len()), left: Vec::new() };
     for (i, row) in rows.iter_mut().enumerate() {
         let connection = &row.candidate.connection;

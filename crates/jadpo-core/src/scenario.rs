@@ -18,7 +18,7 @@ use crate::payload::{literal, new_event_from_value};
 use crate::rng::RandomSource;
 use crate::rules::Outcome;
 use crate::rules::breaker::BreakerRow;
-use crate::steps::{PreparedCall, Runtime};
+use crate::steps::{PreparedCall, Runtime, TickWork};
 use crate::store::{AttemptView, Claimed, DeliveryFilter, DeliveryView, RetryResult, Store, StoreError};
 use jadpo_check::format_duration;
 use jadpo_check::program::{BreakerExpect, DeliveryExpect, DeliveryState, FailureKind, Program, Step, Test};
@@ -186,6 +186,18 @@ pub struct Scenario {
     /// The tick already ran at this time with nothing changed since: its work due
     /// up to then is done (what is left waits for a claim or a record).
     tick_ran_at: Option<i64>,
+    /// What the store said when the next delivery is due, while nothing that
+    /// writes deliveries has run since (a claim, an outcome, the sweep, an emit,
+    /// a retry). The scenario is its store's one user, so a schedule's run,
+    /// which writes its schedule's row alone, leaves it true.
+    known_due: Option<Option<i64>>,
+    /// When the sweep next has work, while nothing that writes deliveries or
+    /// breakers has run since, and only an answer after the time it was asked
+    /// at (one due at once counts from the time asked; see
+    /// [`Store::next_sweep_ms`]).
+    known_sweep: Option<Option<i64>>,
+    /// When the earliest schedule is due, while no schedule was claimed since.
+    known_schedules: Option<Option<i64>>,
 }
 
 /// Poll a call once: a fake answers at once (`Some`); a call that does not is one
@@ -214,7 +226,25 @@ impl Scenario {
         let random = RandomSource::from_seed(seed);
         let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
         runtime.sync_schedules(START_MS)?;
-        Ok(Scenario { program, runtime, clock, store, slots, inflight: None, tick_ran_at: None })
+        Ok(Scenario {
+            program,
+            runtime,
+            clock,
+            store,
+            slots,
+            inflight: None,
+            tick_ran_at: None,
+            known_due: None,
+            known_sweep: None,
+            known_schedules: None,
+        })
+    }
+
+    /// Deliveries or breakers may change next (a claim, an outcome, the sweep,
+    /// an emit, a retry): what was known of them is read again.
+    fn deliveries_change(&mut self) {
+        self.known_due = None;
+        self.known_sweep = None;
     }
 
     /// The current virtual time.
@@ -237,9 +267,27 @@ impl Scenario {
                 }
                 continue;
             }
-            let due = self.store.next_due_ms()?;
+            let due = match self.known_due {
+                Some(due) => due,
+                None => *self.known_due.insert(self.store.next_due_ms()?),
+            };
             let now = self.now_ms();
-            let tick = self.runtime.next_tick_work_ms(now)?.filter(|t| self.tick_ran_at.is_none_or(|ran| *t > ran));
+            let schedules_ms = match self.known_schedules {
+                Some(at) => at,
+                None => *self.known_schedules.insert(self.runtime.next_schedules_ms()?),
+            };
+            let sweep_ms = match self.known_sweep {
+                Some(at) => at,
+                None => {
+                    let at = self.runtime.next_sweep_ms(now)?;
+                    if at.is_none_or(|t| t > now) {
+                        self.known_sweep = Some(at);
+                    }
+                    at
+                }
+            };
+            let work = TickWork { sweep_ms, schedules_ms };
+            let tick = work.at_ms().filter(|t| self.tick_ran_at.is_none_or(|ran| *t > ran));
             let next = match (due, tick) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => match a.or(b) {
@@ -254,6 +302,7 @@ impl Scenario {
             let now = self.now_ms();
             if due.is_some_and(|d| d <= now) {
                 // Attempts first, one at a time; the tick runs once they are drained.
+                self.deliveries_change();
                 let report = self.runtime.claim_due(now, 1)?.report;
                 self.tick_ran_at = None;
                 if report.changed() == 0 {
@@ -268,7 +317,16 @@ impl Scenario {
                     self.start_attempt(c)?;
                 }
             } else {
-                let claimed = self.runtime.tick(now)?;
+                // Only the kinds of work due now: the sweep and the schedules' claim
+                // each find nothing to do before their time (nothing else writes
+                // this store), and their transactions were most of a tick's cost.
+                if work.sweep_due(now) {
+                    self.deliveries_change();
+                }
+                if work.schedules_due(now) {
+                    self.known_schedules = None;
+                }
+                let claimed = self.runtime.tick_due(now, &work)?;
                 self.tick_ran_at = Some(now);
                 for s in claimed {
                     self.start_schedule(s.name, s.run)?;
@@ -309,6 +367,7 @@ impl Scenario {
         self.tick_ran_at = None;
         match work {
             Work::Attempt(c) => {
+                self.deliveries_change();
                 let done = self.runtime.conclude(&c, outcome, now);
                 self.runtime.record_outcomes(&[done])?;
             }
@@ -358,6 +417,7 @@ impl Scenario {
                 let payload: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), literal(v))).collect();
                 let new = new_event_from_value(&program, name, &Value::Object(payload))
                     .map_err(|e| FailureDetail::Step(format!("the event does not check: {e}")))?;
+                self.deliveries_change();
                 self.store.emit(&[new], self.now_ms())?;
             }
             Step::Wait { ms } => self.wait(*ms)?,
@@ -366,6 +426,7 @@ impl Scenario {
                 let Some((d, _)) = self.latest(name)? else {
                     return Err(FailureDetail::Step(format!("`{name}` has no delivery to retry")));
                 };
+                self.deliveries_change();
                 match self.store.retry(&[d.id], self.now_ms())?.first() {
                     Some(RetryResult::Retried) => {}
                     _ => {

@@ -27,7 +27,10 @@ use crate::store::{
 };
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
-use std::collections::HashMap;
+// The maps a claim and an outcome look up for every delivery (by subscriber and
+// connection name) hash with FxHash: std's SipHash was a thirtieth of a run's
+// instructions, and these keys are the program's own names.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 /// What the steps tell whoever drives or watches them: work that is due now (the
@@ -106,6 +109,36 @@ pub struct Runtime {
     config: RuntimeConfig,
 }
 
+/// When the tick next has work, by kind: the breakers' sweep (an alert, a
+/// probe to wake, deliveries to release, a pause that ends) and the schedules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TickWork {
+    /// The sweep's, if it has any.
+    pub sweep_ms: Option<i64>,
+    /// The earliest schedule's due time, if the program has schedules.
+    pub schedules_ms: Option<i64>,
+}
+
+impl TickWork {
+    /// Whether the sweep has work at `now_ms`.
+    pub fn sweep_due(&self, now_ms: i64) -> bool {
+        self.sweep_ms.is_some_and(|t| t <= now_ms)
+    }
+
+    /// Whether a schedule is due at `now_ms`.
+    pub fn schedules_due(&self, now_ms: i64) -> bool {
+        self.schedules_ms.is_some_and(|t| t <= now_ms)
+    }
+
+    /// The earliest work of either kind.
+    pub fn at_ms(&self) -> Option<i64> {
+        match (self.sweep_ms, self.schedules_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// What a claim took, and how many due deliveries it left for a later claim
 /// because their connection has as many attempts in flight as it may.
 #[derive(Debug, Default)]
@@ -145,7 +178,7 @@ impl Runtime {
             drivers,
             subscribers,
             rates,
-            rate_queue: Mutex::new(HashMap::new()),
+            rate_queue: Mutex::new(HashMap::default()),
             schedules,
             observer: Arc::new(NoObserver),
             random,
@@ -214,7 +247,7 @@ impl Runtime {
     /// at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
         // Runs let through, by connection, to give back those that did not start.
-        let mut let_through: HashMap<String, usize> = HashMap::new();
+        let mut let_through: HashMap<String, usize> = HashMap::default();
         let mut waiting = 0;
         // The rates' queues as this claim starts; merged back after it. Each call
         // that waits is due at its own turn, behind those queued before it.
@@ -399,14 +432,27 @@ impl Runtime {
     /// releases), logging each alert this process raised, and claim the schedules
     /// due (the caller runs them).
     pub fn tick(&self, now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
-        let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
-        sweep.alerts.iter().for_each(events::alert);
-        if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
-            // A woken probe, released deliveries or an alert's events are due now.
-            self.observer.work_due();
+        self.tick_parts(now_ms, true, true)
+    }
+
+    /// The tick's work at `now_ms` of the kinds `work` says are due then: the
+    /// virtual-time driver, the store's one user, knows when each kind next has
+    /// work, and a kind with none does nothing but cost its transaction.
+    pub fn tick_due(&self, now_ms: i64, work: &TickWork) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.tick_parts(now_ms, work.sweep_due(now_ms), work.schedules_due(now_ms))
+    }
+
+    fn tick_parts(&self, now_ms: i64, sweep: bool, schedules: bool) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        if sweep {
+            let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
+            let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
+            sweep.alerts.iter().for_each(events::alert);
+            if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
+                // A woken probe, released deliveries or an alert's events are due now.
+                self.observer.work_due();
+            }
         }
-        if self.schedules.is_empty() {
+        if !schedules || self.schedules.is_empty() {
             return Ok(Vec::new());
         }
         self.store.claim_schedules(&self.schedules, now_ms)
@@ -415,12 +461,22 @@ impl Runtime {
     /// The earliest time the tick has work at or after `now_ms`, if any (for the
     /// virtual-time driver, which runs the tick only when it has something to do).
     pub fn next_tick_work_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
-        let sweep = self.store.next_sweep_ms(now_ms)?;
-        let schedules = if self.schedules.is_empty() { None } else { self.store.next_schedule_due_ms()? };
-        Ok(match (sweep, schedules) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+        Ok(self.next_tick_work(now_ms)?.at_ms())
+    }
+
+    /// When the tick next has work of each kind, at or after `now_ms`.
+    pub fn next_tick_work(&self, now_ms: i64) -> Result<TickWork, StoreError> {
+        Ok(TickWork { sweep_ms: self.next_sweep_ms(now_ms)?, schedules_ms: self.next_schedules_ms()? })
+    }
+
+    /// When the breakers' sweep next has work, at or after `now_ms`.
+    pub fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
+        self.store.next_sweep_ms(now_ms)
+    }
+
+    /// When the earliest schedule is due, if the program has schedules.
+    pub fn next_schedules_ms(&self) -> Result<Option<i64>, StoreError> {
+        if self.schedules.is_empty() { Ok(None) } else { self.store.next_schedule_due_ms() }
     }
 
     /// Make sure every declared schedule has its row (at start).

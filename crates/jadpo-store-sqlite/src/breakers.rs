@@ -2,13 +2,14 @@
 //! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
 
 use super::builtin::alerted;
-use super::{Error, RowOf, StoreError, count_at, schema};
+use super::tx::Tx;
+use super::{Error, RowOf, StoreError, by_name, count_in, schema};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
 use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
 use rusqlite::types::ToSql;
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, named_params};
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 /// A breaker's columns (a macro so that the queries below can be `concat!`ed as
 /// constants).
@@ -19,60 +20,129 @@ macro_rules! breaker_columns {
     };
 }
 
-/// A breaker's row with no held count (a claim reads it per connection, and the
-/// count would cost a walk of the held deliveries).
-const BREAKER_ALONE: &str = concat!("SELECT ", breaker_columns!(), ", 0 AS held FROM jadpo_circuit_breakers");
+/// A breaker's columns as every read of breakers lists them, the count of its
+/// held deliveries last (a macro so that the queries below can be `concat!`ed
+/// as constants).
+macro_rules! breaker_read {
+    ($held:literal) => {
+        concat!("SELECT ", breaker_columns!(), ", ", $held, " AS held FROM jadpo_circuit_breakers b")
+    };
+}
 
 /// Every breaker's row with the count of deliveries held for it; a `WHERE` may follow.
-pub(super) const BREAKERS_WITH_HELD: &str = concat!(
-    "SELECT ",
-    breaker_columns!(),
-    ", (SELECT count(*) FROM jadpo_deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection) \
-     AS held FROM jadpo_circuit_breakers b"
-);
+macro_rules! breakers_with_held {
+    () => {
+        breaker_read!(
+            "(SELECT count(*) FROM jadpo_deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection)"
+        )
+    };
+}
+
+/// A breaker's row with no held count (a claim reads it per connection, and the
+/// count would cost a walk of the held deliveries).
+const BREAKER_ALONE: &str = concat!(breaker_read!("0"), " WHERE connection = ?1");
+
+/// Every breaker's row with the count of deliveries held for it; a `WHERE` may follow.
+pub(super) const BREAKERS_WITH_HELD: &str = breakers_with_held!();
+
+/// The positions of a breaker's columns in what [`breaker_read`] selects.
+mod at {
+    const COLUMNS: &str = concat!(breaker_columns!(), ", held");
+    pub(super) const CONNECTION: usize = crate::column_at(COLUMNS, "connection");
+    pub(super) const STATE: usize = crate::column_at(COLUMNS, "state");
+    pub(super) const FAILURES: usize = crate::column_at(COLUMNS, "failures_in_a_row");
+    pub(super) const OPENED_AT: usize = crate::column_at(COLUMNS, "opened_at");
+    pub(super) const PAUSE_MS: usize = crate::column_at(COLUMNS, "pause_ms");
+    pub(super) const ALERTS: usize = crate::column_at(COLUMNS, "alerts");
+    pub(super) const ALERTED_AT: usize = crate::column_at(COLUMNS, "alerted_at");
+    pub(super) const PROBE: usize = crate::column_at(COLUMNS, "probe_delivery");
+    pub(super) const PROBE_LEASE_UNTIL: usize = crate::column_at(COLUMNS, "probe_lease_until");
+    pub(super) const PAUSED_AT: usize = crate::column_at(COLUMNS, "paused_at");
+    pub(super) const PAUSED_UNTIL: usize = crate::column_at(COLUMNS, "paused_until");
+    pub(super) const PAUSED_BY: usize = crate::column_at(COLUMNS, "paused_by");
+    pub(super) const PAUSE_REASON: usize = crate::column_at(COLUMNS, "pause_reason");
+    pub(super) const RATE_TAT_US: usize = crate::column_at(COLUMNS, "rate_tat_us");
+    pub(super) const HELD: usize = crate::column_at(COLUMNS, "held");
+}
 
 /// Held deliveries whose connection has no breaker that is not closed, nor a
 /// pause: a release racing a hold can leave these behind, and the tick's sweep
 /// releases them (a pause whose time has come is ended by the sweep first).
-pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
+macro_rules! held_without_open_breaker {
+    () => {
+        "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
      jadpo_circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
-     OR b.paused_at IS NOT NULL))";
+     OR b.paused_at IS NOT NULL))"
+    };
+}
+pub(super) use held_without_open_breaker;
+
+/// [`held_without_open_breaker`]'s condition.
+pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = held_without_open_breaker!();
 
 /// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
-pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
+macro_rules! paused {
+    () => {
+        "WHERE paused_at IS NOT NULL"
+    };
+}
+pub(super) const PAUSED: &str = paused!();
 
 /// The breakers the tick's sweep looks at: those not closed, and those paused.
-pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
+macro_rules! swept {
+    () => {
+        "WHERE state <> 'closed' OR paused_at IS NOT NULL"
+    };
+}
+pub(super) const SWEPT: &str = swept!();
 
-/// A breaker's row read by column name, with its `held` count.
+/// The order [`read_breakers`] gives its rows in.
+macro_rules! by_connection {
+    () => {
+        " ORDER BY connection"
+    };
+}
+
+/// The whole statements [`read_breakers`] runs on a store of this version, by
+/// filter: made once, not formatted for every read.
+const READS: [(&str, &str); 3] = [
+    (PAUSED, concat!(breakers_with_held!(), " ", paused!(), by_connection!())),
+    (SWEPT, concat!(breakers_with_held!(), " ", swept!(), by_connection!())),
+    ("", concat!(breakers_with_held!(), " ", by_connection!())),
+];
+
+/// A breaker's row read by position (see [`at`]), with its `held` count.
 pub(super) fn breaker_of(r: &Row<'_>) -> Result<BreakerView, Error> {
-    let state: String = r.get("state")?;
+    let state = r.get_ref(at::STATE)?;
+    let state = state
+        .as_str()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(at::STATE, state.data_type(), Box::new(e)))?;
     let state =
-        BreakerState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
-    let connection: String = r.get("connection")?;
+        BreakerState::parse(state).ok_or_else(|| StoreError::Corrupt(format!("unknown breaker state `{state}`")))?;
+    let connection: String = r.get(at::CONNECTION)?;
     let of = RowOf::Breaker(&connection);
     Ok(BreakerView {
         row: BreakerRow {
             state,
-            failures_in_a_row: count_at(r, "failures_in_a_row", of)?,
-            opened_at_ms: r.get("opened_at")?,
-            pause_ms: count_at(r, "pause_ms", of)?,
-            alerts: count_at(r, "alerts", of)?,
-            alerted: r.get::<_, Option<i64>>("alerted_at")?.is_some(),
-            probe: r.get("probe_delivery")?,
-            probe_lease_until_ms: r.get("probe_lease_until")?,
-            pause: match r.get::<_, Option<i64>>("paused_at")? {
+            failures_in_a_row: count_in(r.get_ref(at::FAILURES)?, "failures_in_a_row", of)?,
+            opened_at_ms: r.get(at::OPENED_AT)?,
+            pause_ms: count_in(r.get_ref(at::PAUSE_MS)?, "pause_ms", of)?,
+            alerts: count_in(r.get_ref(at::ALERTS)?, "alerts", of)?,
+            alerted: r.get::<_, Option<i64>>(at::ALERTED_AT)?.is_some(),
+            probe: r.get(at::PROBE)?,
+            probe_lease_until_ms: r.get(at::PROBE_LEASE_UNTIL)?,
+            pause: match r.get::<_, Option<i64>>(at::PAUSED_AT)? {
                 Some(at_ms) => Some(Pause {
                     at_ms,
-                    until_ms: r.get("paused_until")?,
-                    by: r.get::<_, Option<String>>("paused_by")?.unwrap_or_default(),
-                    reason: r.get("pause_reason")?,
+                    until_ms: r.get(at::PAUSED_UNTIL)?,
+                    by: r.get::<_, Option<String>>(at::PAUSED_BY)?.unwrap_or_default(),
+                    reason: r.get(at::PAUSE_REASON)?,
                 }),
                 None => None,
             },
-            rate_tat_us: r.get("rate_tat_us")?,
+            rate_tat_us: r.get(at::RATE_TAT_US)?,
         },
-        held: u64::try_from(r.get::<_, i64>("held")?).unwrap_or(0),
+        held: u64::try_from(r.get::<_, i64>(at::HELD)?).unwrap_or(0),
         connection,
     })
 }
@@ -86,19 +156,26 @@ pub(super) fn read_breakers(conn: &Connection, filter: &str) -> Result<Vec<Break
 /// pauses or rates (a read-only handle on a store not migrated yet reads every
 /// one as unpaused, with no rate).
 pub(super) fn read_breakers_of(conn: &Connection, filter: &str, version: i64) -> Result<Vec<BreakerView>, Error> {
-    let mut sql = BREAKERS_WITH_HELD.to_string();
-    if version < schema::VERSION_WITH_PAUSES {
-        sql = sql.replacen(
-            "paused_at, paused_until, paused_by, pause_reason",
-            "NULL AS paused_at, NULL AS paused_until, NULL AS paused_by, NULL AS pause_reason",
-            1,
-        );
-    }
-    if version < schema::VERSION_WITH_KEYS {
-        sql = sql.replacen("rate_tat_us", "NULL AS rate_tat_us", 1);
-    }
-    let sql = sql + &format!(" {filter} ORDER BY connection");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let made;
+    let sql = match READS.iter().find(|(f, _)| *f == filter) {
+        Some((_, sql)) if version >= schema::VERSION_WITH_KEYS => *sql,
+        _ => {
+            let mut sql = BREAKERS_WITH_HELD.to_string();
+            if version < schema::VERSION_WITH_PAUSES {
+                sql = sql.replacen(
+                    "paused_at, paused_until, paused_by, pause_reason",
+                    "NULL AS paused_at, NULL AS paused_until, NULL AS paused_by, NULL AS pause_reason",
+                    1,
+                );
+            }
+            if version < schema::VERSION_WITH_KEYS {
+                sql = sql.replacen("rate_tat_us", "NULL AS rate_tat_us", 1);
+            }
+            made = format!("{sql} {filter}{}", by_connection!());
+            made.as_str()
+        }
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -108,9 +185,8 @@ pub(super) fn read_breakers_of(conn: &Connection, filter: &str, version: i64) ->
 }
 
 /// A connection's breaker row, if it has one.
-pub(super) fn read_breaker(tx: &Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, Error> {
-    let sql = format!("{BREAKER_ALONE} WHERE connection = ?1");
-    let mut stmt = tx.prepare_cached(&sql)?;
+pub(super) fn read_breaker(tx: &Tx<'_>, connection: &str) -> Result<Option<BreakerRow>, Error> {
+    let mut stmt = tx.prepare_cached(BREAKER_ALONE)?;
     let mut rows = stmt.query([connection])?;
     match rows.next()? {
         Some(r) => Ok(Some(breaker_of(r)?.row)),
@@ -122,7 +198,7 @@ pub(super) fn read_breaker(tx: &Transaction<'_>, connection: &str) -> Result<Opt
 /// still as it was read (`old`; `None` = no row yet), so that of processes
 /// sharing the store exactly one makes each change. Returns whether it did.
 pub(super) fn write_breaker(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     connection: &str,
     old: Option<&BreakerRow>,
     next: &BreakerRow,
@@ -153,8 +229,8 @@ pub(super) fn write_breaker(
         (":rate_tat_us", &next.rate_tat_us),
     ];
     let n = match old {
-        None => tx
-            .prepare_cached(
+        None => by_name!().execute(
+            &mut tx.prepare_cached(
                 "INSERT INTO jadpo_circuit_breakers (connection, state, failures_in_a_row, opened_at, \
                  pause_ms, alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, \
                  paused_until, paused_by, pause_reason, rate_tat_us) \
@@ -162,8 +238,9 @@ pub(super) fn write_breaker(
                  CASE WHEN :alerted THEN :now END, :probe, :probe_lease_until, :now, :paused_at, \
                  :paused_until, :paused_by, :pause_reason, :rate_tat_us) \
                  ON CONFLICT (connection) DO NOTHING",
-            )?
-            .execute(values.as_slice())?,
+            )?,
+            &values,
+        )?,
         Some(old) => {
             let old_state = old.state.as_str();
             // The rate's time only moves forward, so a change that is not of the
@@ -181,7 +258,7 @@ pub(super) fn write_breaker(
                 (":old_rate_tat_us", &old.rate_tat_us),
                 (":rate_changes", &rate_changes),
             ]);
-            tx.prepare_cached(
+            let mut stmt = tx.prepare_cached(
                 "UPDATE jadpo_circuit_breakers SET state = :state, failures_in_a_row = :failures, \
                  opened_at = :opened_at, pause_ms = :pause_ms, alerts = :alerts, \
                  alerted_at = CASE WHEN :alerted THEN COALESCE(alerted_at, :now) END, \
@@ -192,8 +269,8 @@ pub(super) fn write_breaker(
                  WHERE connection = :connection AND state = :old_state AND failures_in_a_row = :old_failures \
                  AND opened_at IS :old_opened_at AND probe_delivery IS :old_probe AND alerts = :old_alerts \
                  AND paused_at IS :old_paused_at AND (NOT :rate_changes OR rate_tat_us IS :old_rate_tat_us)",
-            )?
-            .execute(values.as_slice())?
+            )?;
+            by_name!().execute(&mut stmt, &values)?
         }
     };
     Ok(n == 1)
@@ -203,31 +280,32 @@ pub(super) fn write_breaker(
 /// `held_since_ms`, held `held_ms` before): pending, due at once, its time held
 /// counted by the core's rule. Returns whether the row was as read and changed.
 pub(super) fn release_one(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: i64,
     held_ms: i64,
     held_since_ms: Option<i64>,
     now_ms: i64,
 ) -> Result<bool, Error> {
-    let n = tx
-        .prepare_cached(
+    let n = by_name!().execute(
+        &mut tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
              held_since = NULL, held_connection = NULL \
              WHERE id = :id AND state = 'held' AND held_ms = :held_ms AND held_since IS :held_since",
-        )?
-        .execute(named_params! {
+        )?,
+        named_params! {
             ":id": id,
             ":now": now_ms,
             ":held_ms": held_ms,
             ":held_since": held_since_ms,
             ":held_ms_after": hold::held_ms_after_release(held_ms, held_since_ms, now_ms),
-        })?;
+        },
+    )?;
     Ok(n == 1)
 }
 
 /// Release the held deliveries chosen by `filter` (a condition on held rows, its
 /// parameters in `args`), each by [`release_one`]. Returns how many.
-fn release_where(tx: &Transaction<'_>, filter: &str, args: &[(&str, &dyn ToSql)], now_ms: i64) -> Result<u64, Error> {
+fn release_where(tx: &Tx<'_>, filter: &str, args: &[(&str, &dyn ToSql)], now_ms: i64) -> Result<u64, Error> {
     let sql = format!("SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE state = 'held' AND {filter}");
     let held: Vec<(i64, i64, Option<i64>)> = tx
         .prepare_cached(&sql)?
@@ -243,12 +321,7 @@ fn release_where(tx: &Transaction<'_>, filter: &str, args: &[(&str, &dyn ToSql)]
 }
 
 /// Release the connection's held deliveries (or only `one`), due at `now_ms`.
-pub(super) fn release_held(
-    tx: &Transaction<'_>,
-    connection: &str,
-    one: Option<i64>,
-    now_ms: i64,
-) -> Result<u64, Error> {
+pub(super) fn release_held(tx: &Tx<'_>, connection: &str, one: Option<i64>, now_ms: i64) -> Result<u64, Error> {
     release_where(
         tx,
         "held_connection = :connection AND (:one IS NULL OR id = :one)",
@@ -259,7 +332,7 @@ pub(super) fn release_held(
 
 /// How many deliveries an outage of `connection` holds at `now_ms`: those held,
 /// and those due that its open breaker holds at their claim.
-fn held_by_outage(tx: &Transaction<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
+fn held_by_outage(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
     let n: i64 = tx
         .prepare_cached(
             "SELECT (SELECT count(*) FROM jadpo_deliveries WHERE state = 'held' AND held_connection = :c) + \
@@ -275,7 +348,7 @@ pub(super) fn sweep(
     lease_until: &dyn Fn(&str) -> i64,
     raise: &dyn Raise,
 ) -> Result<BreakerSweep, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     super::pauses::end_pauses(&tx, now_ms)?;
     let released = release_where(&tx, HELD_WITHOUT_OPEN_BREAKER, &[], now_ms)?;
     let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };

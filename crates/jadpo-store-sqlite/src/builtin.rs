@@ -3,11 +3,12 @@
 //! a breaker that closes, an outage's alert), once its guarded statement matched.
 
 use super::Error;
+use super::tx::Tx;
 use jadpo_core::store::{BreakerAlert, EndedDelivery, NewEvent, Raise};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 
 /// Store events and their deliveries, due at `now_ms`; returns their ids in order.
-pub(super) fn insert_events(tx: &Transaction<'_>, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
+pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
     // Most outcomes raise nothing: no statement is looked up for them.
     if events.is_empty() {
         return Ok(Vec::new());
@@ -31,24 +32,19 @@ pub(super) fn insert_events(tx: &Transaction<'_>, events: &[NewEvent], now_ms: i
 }
 
 /// A delivery a claim gave up (its statement matched): store what that raises.
-pub(super) fn given_up(
-    tx: &Transaction<'_>,
-    raise: &dyn Raise,
-    ended: &EndedDelivery<'_>,
-    now_ms: i64,
-) -> Result<(), Error> {
+pub(super) fn given_up(tx: &Tx<'_>, raise: &dyn Raise, ended: &EndedDelivery<'_>, now_ms: i64) -> Result<(), Error> {
     insert_events(tx, &raise.delivery_ended(ended), now_ms).map(drop)
 }
 
 /// An outage's alert was written on its breaker: store what that raises.
-pub(super) fn alerted(tx: &Transaction<'_>, raise: &dyn Raise, alert: &BreakerAlert, now_ms: i64) -> Result<(), Error> {
+pub(super) fn alerted(tx: &Tx<'_>, raise: &dyn Raise, alert: &BreakerAlert, now_ms: i64) -> Result<(), Error> {
     insert_events(tx, &raise.connection_unavailable(alert), now_ms).map(drop)
 }
 
 /// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
 /// raises.
 pub(super) fn recovered(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     raise: &dyn Raise,
     connection: &str,
     opened_at_ms: Option<i64>,

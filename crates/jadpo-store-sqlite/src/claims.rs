@@ -5,117 +5,124 @@
 use super::breakers::{read_breaker, write_breaker};
 use super::builtin::given_up;
 use super::outcomes::{AttemptRow, insert_attempts};
-use super::{Columns, Error, RowOf, count_in, failure_of, state_of};
+use super::tx::Tx;
+use super::{Error, RowOf, by_name, count_in, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimRow, LostAttempt, RowWrite, Seen};
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Failure, Record};
 use jadpo_core::store::StoreError;
 use jadpo_core::store::{ClaimCandidate, ClaimReport, ClaimVerdict, Raise};
-use rusqlite::{CachedStatement, Connection, ToSql, Transaction, TransactionBehavior, named_params};
+use rusqlite::{CachedStatement, Connection, ToSql, named_params};
 
 /// The columns a claim reads (a delivery joined with its event).
-const CLAIM_COLUMNS: &str = "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
+macro_rules! claim_columns {
+    () => {
+        "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
      d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
      d.handled_at IS NOT NULL AS handled, \
-     e.id AS event_id, e.name AS event, e.payload, d.order_key IS NOT NULL AS ordered";
+     e.id AS event_id, e.name AS event, e.payload, d.order_key IS NOT NULL AS ordered"
+    };
+}
 
 /// A pending delivery no earlier delivery of its key holds back: unordered, or
 /// every earlier one of its subscriber and key has ended
 /// ([`jadpo_core::rules::BLOCKS_ITS_KEY`] lists the states that hold it back).
-pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM jadpo_deliveries b \
+macro_rules! not_held_back {
+    () => {
+        "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM jadpo_deliveries b \
      WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-     AND b.state IN ('pending', 'running', 'held', 'parked')))";
+     AND b.state IN ('pending', 'running', 'held', 'parked')))"
+    };
+}
+pub(super) use not_held_back;
 
-fn read_claim_rows(
-    tx: &Transaction<'_>,
-    state: DeliveryState,
-    now_ms: i64,
-    limit: usize,
-) -> Result<Vec<ClaimRow>, Error> {
-    // A lease that ended is its key's head already; a pending one may wait behind
-    // an earlier delivery of its key.
-    let held_back = if state == DeliveryState::Pending { format!(" AND {NOT_HELD_BACK}") } else { String::new() };
-    let sql = format!(
-        "SELECT {CLAIM_COLUMNS} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
-         WHERE d.state = :state AND d.due_at <= :now{held_back} ORDER BY d.due_at, d.id LIMIT :limit"
-    );
-    let mut stmt = tx.prepare_cached(&sql)?;
-    let [
-        id,
-        subscriber,
-        connection,
-        state_at,
-        attempts,
-        due_at_at,
-        lease_until,
-        budget_start,
-        held_ms,
-        last_code,
-        last_kind,
-        last_reason,
-        claimed_at,
-        handled,
-        event_id,
-        event,
-        payload,
-        ordered,
-    ] = Columns::of(&stmt).indices([
-        "id",
-        "subscriber",
-        "connection",
-        "state",
-        "attempts",
-        "due_at",
-        "lease_until",
-        "budget_start",
-        "held_ms",
-        "last_code",
-        "last_kind",
-        "last_reason",
-        "claimed_at",
-        "handled",
-        "event_id",
-        "event",
-        "payload",
-        "ordered",
-    ])?;
-    let mut rows = stmt.query(named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
+/// The claim's read of rows in a state, due by `:now`, in due order; `$and`
+/// narrows it further.
+macro_rules! claim_read {
+    ($and:expr) => {
+        concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id \
+             WHERE d.state = :state AND d.due_at <= :now",
+            $and,
+            " ORDER BY d.due_at, d.id LIMIT :limit"
+        )
+    };
+}
+
+/// A claim's read of ended leases: a lease that ended is its key's head already.
+pub(super) const READ_ENDED_LEASES: &str = claim_read!("");
+
+/// A claim's read of due pending rows: one may wait behind an earlier delivery
+/// of its key.
+pub(super) const READ_DUE: &str = claim_read!(concat!(" AND ", not_held_back!()));
+
+/// The positions of the columns a claim reads.
+mod at {
+    const COLUMNS: &str = claim_columns!();
+    pub(super) const ID: usize = crate::column_at(COLUMNS, "id");
+    pub(super) const SUBSCRIBER: usize = crate::column_at(COLUMNS, "subscriber");
+    pub(super) const CONNECTION: usize = crate::column_at(COLUMNS, "connection");
+    pub(super) const STATE: usize = crate::column_at(COLUMNS, "state");
+    pub(super) const ATTEMPTS: usize = crate::column_at(COLUMNS, "attempts");
+    pub(super) const DUE_AT: usize = crate::column_at(COLUMNS, "due_at");
+    pub(super) const LEASE_UNTIL: usize = crate::column_at(COLUMNS, "lease_until");
+    pub(super) const BUDGET_START: usize = crate::column_at(COLUMNS, "budget_start");
+    pub(super) const HELD_MS: usize = crate::column_at(COLUMNS, "held_ms");
+    pub(super) const LAST_CODE: usize = crate::column_at(COLUMNS, "last_code");
+    pub(super) const LAST_KIND: usize = crate::column_at(COLUMNS, "last_kind");
+    pub(super) const LAST_REASON: usize = crate::column_at(COLUMNS, "last_reason");
+    pub(super) const CLAIMED_AT: usize = crate::column_at(COLUMNS, "claimed_at");
+    pub(super) const HANDLED: usize = crate::column_at(COLUMNS, "handled");
+    pub(super) const EVENT_ID: usize = crate::column_at(COLUMNS, "event_id");
+    pub(super) const EVENT: usize = crate::column_at(COLUMNS, "event");
+    pub(super) const PAYLOAD: usize = crate::column_at(COLUMNS, "payload");
+    pub(super) const ORDERED: usize = crate::column_at(COLUMNS, "ordered");
+}
+
+fn read_claim_rows(tx: &Tx<'_>, state: DeliveryState, now_ms: i64, limit: usize) -> Result<Vec<ClaimRow>, Error> {
+    let (sql, at) =
+        if state == DeliveryState::Pending { (READ_DUE, by_name!()) } else { (READ_ENDED_LEASES, by_name!()) };
+    let mut stmt = tx.prepare_cached(sql)?;
+    at.bind(&mut stmt, named_params! {":state": state.as_str(), ":now": now_ms, ":limit": limit as i64})?;
+    let mut rows = stmt.raw_query();
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
         // Read in place: a state is one of a few words, not worth a string.
-        let state = r.get_ref(state_at)?;
+        let state = r.get_ref(at::STATE)?;
         let state = state_of(
             state
                 .as_str()
-                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(state_at, state.data_type(), Box::new(e)))?,
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(at::STATE, state.data_type(), Box::new(e)))?,
         )?;
-        let due_at: Option<i64> = r.get(due_at_at)?;
-        let id = r.get(id)?;
+        let due_at: Option<i64> = r.get(at::DUE_AT)?;
+        let id = r.get(at::ID)?;
         let record = Record {
             state,
-            attempts: count_in(r.get_ref(attempts)?, "attempts", RowOf::Delivery(id))?,
+            attempts: count_in(r.get_ref(at::ATTEMPTS)?, "attempts", RowOf::Delivery(id))?,
             due_at_ms: if state == DeliveryState::Pending { due_at } else { None },
-            lease_until_ms: r.get(lease_until)?,
-            budget_start_ms: r.get(budget_start)?,
-            held_ms: r.get(held_ms)?,
-            last_failure: failure_of(r.get(last_code)?, r.get(last_kind)?, r.get(last_reason)?)?,
+            lease_until_ms: r.get(at::LEASE_UNTIL)?,
+            budget_start_ms: r.get(at::BUDGET_START)?,
+            held_ms: r.get(at::HELD_MS)?,
+            last_failure: failure_of(r.get(at::LAST_CODE)?, r.get(at::LAST_KIND)?, r.get(at::LAST_REASON)?)?,
         };
         out.push(ClaimRow {
             candidate: ClaimCandidate {
                 id,
-                subscriber: r.get(subscriber)?,
-                connection: r.get(connection)?,
+                subscriber: r.get(at::SUBSCRIBER)?,
+                connection: r.get(at::CONNECTION)?,
                 record,
-                handled: r.get(handled)?,
+                handled: r.get(at::HANDLED)?,
                 breaker: BreakerRow::default(),
             },
             due_at,
-            claimed_at: r.get(claimed_at)?,
-            event_id: r.get(event_id)?,
-            event: r.get(event)?,
-            payload: r.get(payload)?,
-            ordered: r.get(ordered)?,
+            claimed_at: r.get(at::CLAIMED_AT)?,
+            event_id: r.get(at::EVENT_ID)?,
+            event: r.get(at::EVENT)?,
+            payload: r.get(at::PAYLOAD)?,
+            ordered: r.get(at::ORDERED)?,
         });
     }
     Ok(out)
@@ -135,12 +142,12 @@ macro_rules! as_seen {
 /// A claim's write statements, each looked up in the connection's cache once
 /// per claim rather than once per row (the lookup hashes the statement's SQL).
 pub(super) struct Writes<'t> {
-    tx: &'t Transaction<'t>,
+    tx: &'t Tx<'t>,
     held: Vec<(&'static str, CachedStatement<'t>)>,
 }
 
 impl<'t> Writes<'t> {
-    pub(super) fn new(tx: &'t Transaction<'t>) -> Writes<'t> {
+    pub(super) fn new(tx: &'t Tx<'t>) -> Writes<'t> {
         Writes { tx, held: Vec::new() }
     }
 
@@ -278,7 +285,7 @@ fn execute(
 
 /// The breaker rows of a claim, in its transaction.
 struct Breakers<'t, 'c> {
-    tx: &'t Transaction<'c>,
+    tx: &'t Tx<'c>,
     now_ms: i64,
 }
 
@@ -295,7 +302,7 @@ impl BreakerRows for Breakers<'_, '_> {
 }
 
 /// Record the attempts lost workers had counted, as `lease_expired`.
-fn insert_lost_attempts(tx: &Transaction<'_>, lost: &[LostAttempt], now_ms: i64) -> Result<(), Error> {
+fn insert_lost_attempts(tx: &Tx<'_>, lost: &[LostAttempt], now_ms: i64) -> Result<(), Error> {
     if lost.is_empty() {
         return Ok(());
     }
@@ -321,7 +328,7 @@ pub(super) fn claim(
     decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
     raise: &dyn Raise,
 ) -> Result<ClaimReport, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     // Ended leases first (rare), then due pending deliveries in due order; two
     // queries so each walks the (state, due_at) index in order under its LIMIT.
     let mut rows = read_claim_rows(&tx, DeliveryState::Running, now_ms, limit)?;

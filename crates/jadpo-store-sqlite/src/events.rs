@@ -2,12 +2,13 @@
 //! events with their deliveries, replays, and the counts `status` shows.
 
 use super::reads::{view_columns, view_of};
+use super::tx::Tx;
 use super::{Error, state_of};
 use jadpo_core::store::{
     DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
     Replay, UnexpandedEvent,
 };
-use rusqlite::{Connection, Row, Transaction, TransactionBehavior, named_params, params};
+use rusqlite::{Connection, Row, named_params, params};
 
 /// The columns of an event as listed; `states` is false on a store older than
 /// the events' states (read-only handles only), which reads every event as
@@ -37,7 +38,7 @@ fn event_of(r: &Row<'_>) -> Result<EventView, Error> {
 }
 
 /// An event's deliveries counted by state.
-fn delivery_counts(tx: &Transaction<'_>, event: &mut EventView) -> Result<(), Error> {
+fn delivery_counts(tx: &Tx<'_>, event: &mut EventView) -> Result<(), Error> {
     let mut stmt = tx.prepare_cached(
         "SELECT state, count(*) AS n FROM jadpo_deliveries WHERE event_id = ?1 GROUP BY state ORDER BY state",
     )?;
@@ -50,12 +51,7 @@ fn delivery_counts(tx: &Transaction<'_>, event: &mut EventView) -> Result<(), Er
 }
 
 /// Write an event's deliveries, due at once with a fresh budget.
-fn insert_deliveries(
-    tx: &Transaction<'_>,
-    event_id: i64,
-    deliveries: &[NewDelivery],
-    now_ms: i64,
-) -> Result<(), Error> {
+fn insert_deliveries(tx: &Tx<'_>, event_id: i64, deliveries: &[NewDelivery], now_ms: i64) -> Result<(), Error> {
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
          attempts, due_at, budget_start, held_ms, created_at, order_key) \
@@ -70,7 +66,7 @@ fn insert_deliveries(
 /// Mark an event expanded (invalid with `code` and `reason` when given), only
 /// while it is not yet: returns whether it was, and so whether its deliveries
 /// are this caller's to write.
-fn mark_expanded(tx: &Transaction<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
+fn mark_expanded(tx: &Tx<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
     let marked = tx
         .prepare_cached(
             "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3 \
@@ -95,7 +91,7 @@ pub(super) fn expand(
     if !waiting {
         return Ok(report);
     }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let found: Vec<UnexpandedEvent> = {
         let mut stmt =
             tx.prepare_cached("SELECT id, name, payload FROM jadpo_events WHERE expanded = 0 ORDER BY id LIMIT ?1")?;
@@ -129,7 +125,7 @@ pub(super) fn expand(
 
 pub(super) fn list(conn: &mut Connection, filter: &EventFilter, states: bool) -> Result<Vec<EventView>, Error> {
     // One read transaction: the events and their counts are of one moment.
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let mut out = Vec::new();
     {
         let sql = format!(
@@ -161,7 +157,7 @@ pub(super) fn one(
     states: bool,
     version: i64,
 ) -> Result<Option<(EventView, Vec<DeliveryView>)>, Error> {
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let mut event = {
         let sql = format!("SELECT {} FROM jadpo_events e WHERE e.id = ?1", event_columns(states));
         let mut stmt = tx.prepare_cached(&sql)?;
@@ -189,7 +185,7 @@ pub(super) fn one(
 }
 
 pub(super) fn replay(conn: &mut Connection, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let mut ids = Vec::with_capacity(replays.len());
     for r in replays {
         tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at, replay_of) VALUES (?1, ?2, ?3, ?4)")?
@@ -227,7 +223,7 @@ pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts,
 mod tests {
     use super::mark_expanded;
     use crate::SqliteStore;
-    use rusqlite::TransactionBehavior;
+    use crate::tx::Tx;
 
     /// An event another process expanded after this one read it is not marked
     /// again (its deliveries are not written twice).
@@ -239,7 +235,7 @@ mod tests {
             "INSERT INTO jadpo_events (id, name, payload, emitted_at, expanded) VALUES (1, 'Paid', '{}', 0, 0)",
         )
         .expect("an event written in SQL");
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+        let tx = Tx::immediate(&mut conn).expect("begin");
         assert!(mark_expanded(&tx, 1, None, None).expect("mark"), "the first mark matches");
         assert!(!mark_expanded(&tx, 1, Some("ingest.unknown_event"), Some("stale")).expect("mark"));
         let code: Option<String> =

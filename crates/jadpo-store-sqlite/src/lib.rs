@@ -25,6 +25,7 @@ mod retention;
 mod schedules;
 mod schema;
 mod sharing;
+mod tx;
 
 pub use schema::APPLICATION_ID;
 
@@ -37,17 +38,21 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
-use rusqlite::types::ValueRef;
+use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+use tx::Tx;
 
 /// Statements each connection keeps prepared. The store has about fifty
 /// distinct ones (a claim alone is four); rusqlite's default of 16 evicted them
 /// in turn, so that a run prepared again, parsing its SQL, most statements it ran.
 const STATEMENT_CACHE: usize = 128;
+
+/// The page size of a store in memory, in bytes (SQLite's smallest).
+const IN_MEMORY_PAGE_SIZE: i64 = 512;
 
 /// A store in one SQLite database file (or in memory).
 pub struct SqliteStore {
@@ -168,6 +173,10 @@ impl SqliteStore {
     /// An in-memory store (for the virtual-time runner and tests).
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory().map_err(|e| open_error(":memory:", e))?;
+        // Small pages: a test's tables hold a few rows, and each page a
+        // transaction changes is first copied whole to the rollback journal,
+        // which with SQLite's 4 KiB pages was a tenth of a test's instructions.
+        conn.pragma_update(None, "page_size", IN_MEMORY_PAGE_SIZE).map_err(|e| open_error(":memory:", e))?;
         let mut store = SqliteStore {
             conn: Mutex::new(conn),
             path: ":memory:".into(),
@@ -192,7 +201,7 @@ impl SqliteStore {
             return Err(open_error(&self.path, "only a store in memory can be cleared"));
         }
         self.with_retry(|conn| {
-            let tx = conn.transaction()?;
+            let tx = Tx::deferred(conn)?;
             // Every table the migrations made (read from the schema, so that a
             // table added later is emptied too). No table counts its ids with
             // AUTOINCREMENT, so an emptied one numbers its rows from 1 again.
@@ -364,39 +373,113 @@ fn read_only_place(path: &Path) -> bool {
         })
 }
 
-/// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
-/// keeps a value of any type in any column, and one that is not an integer is
-/// as corrupt as a negative count.
-/// A statement's columns by name, read once per query: rusqlite's `Row::get`
-/// by name compares the name with every column's for every value read, which
-/// was a twentieth of a run's instructions in a claim's rows alone.
-pub(crate) struct Columns(rustc_hash::FxHashMap<String, usize>);
+/// Where each parameter of one call site's statement finds its value in the
+/// list of named values the site binds, looked up by name the first time and
+/// kept: rusqlite's binding by name looks each name up through a cache of C
+/// strings, and a lookup of each name by SQLite's own list of names cost about
+/// as much; either was half of the cost of writing a breaker's row (23
+/// values). Each call site has its own ([`by_name!`]), binding one statement
+/// with one list of names in one order.
+pub(crate) struct ByName(std::sync::OnceLock<Vec<usize>>);
 
-impl Columns {
-    pub(crate) fn of(stmt: &rusqlite::Statement<'_>) -> Columns {
-        Columns(stmt.column_names().enumerate().map(|(i, name)| (name.to_string(), i)).collect())
+impl ByName {
+    pub(crate) const fn new() -> ByName {
+        ByName(std::sync::OnceLock::new())
     }
 
-    /// The position of column `name`.
-    pub(crate) fn index(&self, name: &str) -> Result<usize, Error> {
-        match self.0.get(name) {
-            Some(&i) => Ok(i),
-            None => Err(rusqlite::Error::InvalidColumnName(name.to_string()).into()),
+    /// Bind `values`, each a parameter's name with its value, to `stmt`: each
+    /// of the statement's parameters takes the value of its name. A parameter
+    /// with no value is an error, as it is for rusqlite.
+    pub(crate) fn bind(
+        &self,
+        stmt: &mut rusqlite::CachedStatement<'_>,
+        values: &[(&str, &dyn ToSql)],
+    ) -> Result<(), Error> {
+        let order = match self.0.get() {
+            Some(order) => order,
+            None => {
+                let mut order = Vec::with_capacity(stmt.parameter_count());
+                for i in 1..=stmt.parameter_count() {
+                    let name = stmt.parameter_name(i).unwrap_or_default();
+                    match values.iter().position(|(n, _)| *n == name) {
+                        Some(k) => order.push(k),
+                        None => return Err(rusqlite::Error::InvalidParameterName(name.to_string()).into()),
+                    }
+                }
+                self.0.get_or_init(|| order)
+            }
+        };
+        for (i, &k) in order.iter().enumerate() {
+            let Some((_, value)) = values.get(k) else {
+                return Err(rusqlite::Error::InvalidParameterCount(values.len(), order.len()).into());
+            };
+            stmt.raw_bind_parameter(i + 1, value)?;
         }
+        Ok(())
     }
 
-    /// The positions of the columns `names`, looked up once for a query whose
-    /// rows are many (a lookup by name for every value read was a tenth of a
-    /// claim's instructions).
-    pub(crate) fn indices<const N: usize>(&self, names: [&str; N]) -> Result<[usize; N], Error> {
-        let mut out = [0; N];
-        for (slot, name) in out.iter_mut().zip(names) {
-            *slot = self.index(name)?;
-        }
-        Ok(out)
+    /// Run `stmt` with `values` bound as [`ByName::bind`] binds them; returns
+    /// the rows changed.
+    pub(crate) fn execute(
+        &self,
+        stmt: &mut rusqlite::CachedStatement<'_>,
+        values: &[(&str, &dyn ToSql)],
+    ) -> Result<usize, Error> {
+        self.bind(stmt, values)?;
+        Ok(stmt.raw_execute()?)
     }
 }
 
+/// This call site's [`ByName`]: a site binds one statement's text with one list
+/// of names in one order (a site choosing between two statements takes one
+/// each).
+macro_rules! by_name {
+    () => {{
+        static AT: $crate::ByName = $crate::ByName::new();
+        &AT
+    }};
+}
+pub(crate) use by_name;
+
+/// The position of the column `name` in `list`, a statement's result columns as
+/// its SQL lists them (`d.id, e.name AS event, ...`): each one's name is the
+/// word after its last space or dot. Evaluated when compiled, so that a
+/// statement's column list is the one place its positions are written, and a
+/// name it lacks fails the build.
+pub(crate) const fn column_at(list: &str, name: &str) -> usize {
+    let (list, name) = (list.as_bytes(), name.as_bytes());
+    let (mut at, mut start, mut i) = (0, 0, 0);
+    while i <= list.len() {
+        if i == list.len() || list[i] == b',' {
+            // The item is list[start..i]; its name starts after its last space or dot.
+            let mut end = i;
+            while end > start && list[end - 1] == b' ' {
+                end -= 1;
+            }
+            let mut word = end;
+            while word > start && list[word - 1] != b' ' && list[word - 1] != b'.' {
+                word -= 1;
+            }
+            if end - word == name.len() {
+                let mut k = 0;
+                while k < name.len() && list[word + k] == name[k] {
+                    k += 1;
+                }
+                if k == name.len() {
+                    return at;
+                }
+            }
+            at += 1;
+            start = i + 1;
+        }
+        i += 1;
+    }
+    panic!("no such column in the list")
+}
+
+/// The count in `column` of a row read from `row` (see [`count_of`]); SQLite
+/// keeps a value of any type in any column, and one that is not an integer is
+/// as corrupt as a negative count.
 fn count_at<T: Count>(r: &rusqlite::Row<'_>, column: &str, row: RowOf<'_>) -> Result<T, Error> {
     count_in(r.get_ref(column)?, column, row)
 }

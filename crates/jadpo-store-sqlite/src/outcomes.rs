@@ -3,13 +3,14 @@
 
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
+use super::tx::Tx;
 use super::{Error, RowOf, count_at, state_of};
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{self, Decision, Failure, Record};
 use jadpo_core::store::Raise;
 use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
-use rusqlite::{Connection, Statement, ToSql, Transaction, TransactionBehavior, named_params, params};
-use std::collections::HashMap;
+use rusqlite::{Connection, Statement, ToSql, named_params, params};
+use rustc_hash::FxHashMap;
 
 /// A failure's short human reason, as the store keeps it.
 pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
@@ -17,7 +18,7 @@ pub(super) fn reason_of(failure: &Failure) -> Option<&str> {
 }
 
 pub(super) fn emit(conn: &mut Connection, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let ids = insert_events(&tx, events, now_ms)?;
     tx.commit()?;
     Ok(ids)
@@ -66,7 +67,7 @@ pub(super) struct AttemptRow<'a> {
 /// Add `rows` to the history, in order, a chunk of [`ATTEMPT_CHUNKS`] rows a
 /// statement, bound by position (rusqlite looks a name up for every value
 /// bound).
-pub(super) fn insert_attempts(tx: &Transaction<'_>, rows: &[AttemptRow<'_>]) -> Result<(), Error> {
+pub(super) fn insert_attempts(tx: &Tx<'_>, rows: &[AttemptRow<'_>]) -> Result<(), Error> {
     let mut left = rows;
     while !left.is_empty() {
         let size = ATTEMPT_CHUNKS.iter().copied().find(|&n| n <= left.len()).unwrap_or(1);
@@ -114,7 +115,7 @@ pub(super) const CONCLUDE_PARAMS: [&str; 10] =
 /// [`conclude_with`] on a statement of its own (the store's tests write one
 /// outcome at a time).
 #[cfg(test)]
-pub(super) fn conclude(tx: &Transaction<'_>, r: &Recorded) -> Result<bool, Error> {
+pub(super) fn conclude(tx: &Tx<'_>, r: &Recorded) -> Result<bool, Error> {
     let mut stmt = tx.prepare_cached(CONCLUDE)?;
     conclude_with(&mut stmt, r)
 }
@@ -146,7 +147,7 @@ pub(super) fn record(
     raised: &[Vec<NewEvent>],
     raise: &dyn Raise,
 ) -> Result<Vec<usize>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let mut written = Vec::with_capacity(outcomes.len());
     {
         // Looked up once for the batch, not once an outcome.
@@ -182,7 +183,7 @@ pub(super) fn record(
         .collect();
     insert_attempts(&tx, &attempts)?;
     // Count each written outcome for its connection's breaker, in order.
-    let mut breakers: HashMap<&str, Option<BreakerRow>> = HashMap::new();
+    let mut breakers: FxHashMap<&str, Option<BreakerRow>> = FxHashMap::default();
     for r in written.iter().map(|&i| &outcomes[i]) {
         let current = match breakers.get(r.connection.as_str()) {
             Some(row) => row.clone(),
@@ -206,7 +207,7 @@ pub(super) fn record(
 
 /// An operator's retry of one delivery whose state was read as `seen_state`:
 /// the core's fresh record, written only if the state is still the one read.
-pub(super) fn retry_one(tx: &Transaction<'_>, id: i64, seen_state: &str, fresh: &Record) -> Result<bool, Error> {
+pub(super) fn retry_one(tx: &Tx<'_>, id: i64, seen_state: &str, fresh: &Record) -> Result<bool, Error> {
     let n = tx
         .prepare_cached(
             "UPDATE jadpo_deliveries SET state = :state, attempts = :attempts, due_at = :due_at, \
@@ -227,7 +228,7 @@ pub(super) fn retry_one(tx: &Transaction<'_>, id: i64, seen_state: &str, fresh: 
 }
 
 /// A delivery's state as written and its attempts, for an operator's action.
-fn state_and_attempts(tx: &Transaction<'_>, id: i64) -> Result<Option<(String, u32)>, Error> {
+fn state_and_attempts(tx: &Tx<'_>, id: i64) -> Result<Option<(String, u32)>, Error> {
     let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
     let mut rows = stmt.query([id])?;
     Ok(match rows.next()? {
@@ -238,7 +239,7 @@ fn state_and_attempts(tx: &Transaction<'_>, id: i64) -> Result<Option<(String, u
 
 /// An operator's skip of each id: ended `skipped` where the core allows it.
 pub(super) fn skip(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
         let Some((seen_state, attempts)) = state_and_attempts(&tx, id)? else {
@@ -268,7 +269,7 @@ pub(super) fn skip(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Ve
 }
 
 pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let mut results = Vec::with_capacity(ids.len());
     for &id in ids {
         let row = state_and_attempts(&tx, id)?;

@@ -5,14 +5,15 @@
 use super::Error;
 use super::StoreError;
 use super::breakers::{read_breaker, read_breakers, release_held, write_breaker};
+use super::tx::Tx;
 use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
 use jadpo_core::store::columns::pause_action_of;
 use jadpo_core::store::{BreakerAction, PauseAction, ResumeReport};
-use rusqlite::{Connection, Transaction, TransactionBehavior, named_params};
+use rusqlite::{Connection, named_params};
 
 /// Keep an operator's action on a connection.
 fn record_action(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     connection: &str,
     action: PauseAction,
     by: &str,
@@ -32,7 +33,7 @@ fn record_action(
 }
 
 pub(super) fn pause(conn: &mut Connection, connection: &str, pause: &Pause) -> Result<BreakerRow, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let current = read_breaker(&tx, connection)?;
     let next = breaker::pause(&current.clone().unwrap_or_default(), pause.clone());
     if !write_breaker(&tx, connection, current.as_ref(), &next, pause.at_ms)? {
@@ -58,7 +59,7 @@ pub(super) fn resume(
     reason: Option<&str>,
     now_ms: i64,
 ) -> Result<ResumeReport, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let Some(current) = read_breaker(&tx, connection)? else {
         return Ok(ResumeReport { was: None, released: 0 });
     };
@@ -103,7 +104,7 @@ pub(super) fn history(conn: &mut Connection, connection: Option<&str>) -> Result
 
 /// End every pause whose time has come at `now_ms`, each by one conditional
 /// statement; what the closed breakers held is then released by the sweep.
-pub(super) fn end_pauses(tx: &Transaction<'_>, now_ms: i64) -> Result<(), Error> {
+pub(super) fn end_pauses(tx: &Tx<'_>, now_ms: i64) -> Result<(), Error> {
     for view in read_breakers(tx, super::breakers::PAUSED)? {
         if let Some(next) = breaker::pause_ended(&view.row, now_ms)
             && write_breaker(tx, &view.connection, Some(&view.row), &next, now_ms)?

@@ -1,14 +1,15 @@
 //! What the listing commands and the loops read: deliveries, a delivery's
 //! history, counts, breakers, and when work is next due. Nothing here writes.
 
-use super::breakers::{HELD_WITHOUT_OPEN_BREAKER, read_breakers};
-use super::claims::NOT_HELD_BACK;
+use super::breakers::{held_without_open_breaker, read_breakers};
+use super::claims::not_held_back;
 use super::schema::{VERSION_WITH_KEYS, VERSION_WITH_REASONS};
+use super::tx::Tx;
 use super::{Error, RowOf, count_at, failure_of, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
 use jadpo_core::store::{AttemptView, BreakerView, DeliveryView, StatusView};
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::{Connection, Row};
 
 /// The columns of a delivery as listed from a store of schema `version`: one
 /// older than a column (read-only handles only) reads it as missing.
@@ -71,21 +72,34 @@ fn attempt_of(r: &Row<'_>, delivery: i64) -> Result<AttemptView, Error> {
     })
 }
 
-pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i64>, Error> {
-    // A pending delivery held back by its key is not due: it is woken when the
-    // one before it ends. Walked in due order, stopping at the first not held back.
-    let pending = if keys {
-        format!(
-            "SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL \
-             AND {NOT_HELD_BACK} ORDER BY d.due_at LIMIT 1"
-        )
-    } else {
-        "SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL".to_string()
+/// The earliest end of a running delivery's lease (a lease's end is its row's
+/// due time).
+macro_rules! next_lease_end {
+    () => {
+        "(SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL)"
     };
-    let p: Option<i64> = conn.prepare_cached(&pending)?.query_row([], |r| r.get(0)).optional()?.flatten();
-    let l: Option<i64> = conn
-        .prepare_cached("SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'running' AND due_at IS NOT NULL")?
-        .query_row([], |r| r.get(0))?;
+}
+
+/// The earliest due pending delivery and the earliest end of a lease, in one
+/// statement. A pending delivery held back by its key is not due: it is woken
+/// when the one before it ends. Walked in due order, stopping at the first not
+/// held back.
+pub(super) const NEXT_DUE: &str = concat!(
+    "SELECT (SELECT d.due_at FROM jadpo_deliveries d WHERE d.state = 'pending' AND d.due_at IS NOT NULL AND ",
+    not_held_back!(),
+    " ORDER BY d.due_at LIMIT 1), ",
+    next_lease_end!()
+);
+
+/// [`NEXT_DUE`] on a store older than ordering keys (a read-only handle).
+const NEXT_DUE_WITHOUT_KEYS: &str = concat!(
+    "SELECT (SELECT min(due_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL), ",
+    next_lease_end!()
+);
+
+pub(super) fn next_due_ms(conn: &mut Connection, keys: bool) -> Result<Option<i64>, Error> {
+    let sql = if keys { NEXT_DUE } else { NEXT_DUE_WITHOUT_KEYS };
+    let (p, l): (Option<i64>, Option<i64>) = conn.prepare_cached(sql)?.query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(match (p, l) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -98,7 +112,7 @@ pub(super) fn delivery(
     version: i64,
 ) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, Error> {
     // One read transaction: the delivery and its history are of one moment.
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let view = {
         let sql = format!(
             "SELECT {} FROM jadpo_deliveries d JOIN jadpo_events e ON e.id = d.event_id WHERE d.id = ?1",
@@ -127,8 +141,14 @@ pub(super) fn delivery(
     Ok(Some((view, history)))
 }
 
+/// When the oldest pending delivery was made. Every pending delivery has a due
+/// time; saying so lets the claims' index, which holds only deliveries with
+/// one, answer instead of a walk of every row.
+pub(super) const OLDEST_PENDING: &str =
+    "SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending' AND due_at IS NOT NULL";
+
 pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result<StatusView, Error> {
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
     {
         let mut stmt = tx.prepare_cached(
@@ -156,8 +176,7 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result
         let paused = super::breakers::read_breakers_of(&tx, super::breakers::PAUSED, version)?;
         view.breakers_paused = paused.iter().filter(|b| breaker::paused(&b.row, now_ms)).count() as u64;
     }
-    let oldest: Option<i64> =
-        tx.query_row("SELECT min(created_at) FROM jadpo_deliveries WHERE state = 'pending'", [], |r| r.get(0))?;
+    let oldest: Option<i64> = tx.query_row(OLDEST_PENDING, [], |r| r.get(0))?;
     view.oldest_pending_s = oldest.map(|t| ((now_ms - t) / 1000).max(0));
     Ok(view)
 }
@@ -168,7 +187,11 @@ pub(super) fn breakers(conn: &mut Connection, version: i64) -> Result<Vec<Breake
 
 pub(super) fn next_sweep_ms(conn: &mut Connection, now_ms: i64) -> Result<Option<i64>, Error> {
     let orphans: bool = conn
-        .prepare_cached(&format!("SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER})"))?
+        .prepare_cached(concat!(
+            "SELECT EXISTS (SELECT 1 FROM jadpo_deliveries WHERE ",
+            held_without_open_breaker!(),
+            ")"
+        ))?
         .query_row([], |r| r.get(0))?;
     let mut next = orphans.then_some(now_ms);
     for view in read_breakers(conn, super::breakers::SWEPT)? {

@@ -5,8 +5,9 @@
 
 use super::Error;
 use super::schema::VERSION_WITH_HANDLED_AT;
+use super::tx::Tx;
 use jadpo_core::store::{PruneCounts, PrunePlan};
-use rusqlite::{Connection, TransactionBehavior, named_params};
+use rusqlite::{Connection, named_params};
 
 /// The deliveries `plan` deletes (`d` names the delivery), its cut bound as `:cut`.
 fn pruned_deliveries(plan: &PrunePlan) -> String {
@@ -25,7 +26,7 @@ fn count(n: usize) -> u64 {
 }
 
 pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Tx::immediate(conn)?;
     let which = pruned_deliveries(plan);
     let found: Vec<(i64, i64, bool)> = tx
         .prepare_cached(&format!(
@@ -84,7 +85,7 @@ pub(super) fn prune_preview(conn: &mut Connection, plan: &PrunePlan, version: i6
          WHERE d.event_id = e.id AND {which}) AND NOT EXISTS (SELECT 1 FROM jadpo_deliveries d \
          WHERE d.event_id = e.id AND NOT ({which}))) AS events"
     );
-    let tx = conn.transaction()?;
+    let tx = Tx::deferred(conn)?;
     let counts = tx.prepare_cached(&sql)?.query_row(named_params! {":cut": plan.cut_ms}, |r| {
         let n = |name: &str| r.get::<_, i64>(name).map(|v| u64::try_from(v).unwrap_or(0));
         Ok(PruneCounts {

@@ -151,6 +151,17 @@ UPDATE jadpo_deliveries SET handled_at = (SELECT h.handled_at FROM jadpo_handled
     WHERE id IN (SELECT delivery_id FROM jadpo_handled);
 DROP TABLE jadpo_handled;
 "#,
+    // The claims' index holds only the deliveries a claim may take, those with a
+    // due time (pending, or running under a lease): a delivery that ends leaves
+    // it instead of moving to an entry of its final state, so that an outcome
+    // changes one entry fewer and the index stays as small as the work left.
+    // Held deliveries, which it held under `held`, have an index of their own
+    // for the sweep's and the breakers' reads.
+    r#"
+DROP INDEX jadpo_deliveries_due;
+CREATE INDEX jadpo_deliveries_due ON jadpo_deliveries (state, due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX jadpo_deliveries_held ON jadpo_deliveries (held_connection, held_since, id) WHERE state = 'held';
+"#,
 ];
 
 /// The newest schema version this build knows.

@@ -4,6 +4,7 @@
 //! keep the guards right for a store where nothing serializes the writers.
 
 use super::claims;
+use super::tx::Tx;
 use super::{SqliteStore, breakers, outcomes, schedules};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
 use jadpo_core::claim::{RowWrite, Seen};
@@ -11,7 +12,6 @@ use jadpo_core::rules::ClaimDecision;
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Decision, Failure, Outcome, Record};
 use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
-use rusqlite::{Transaction, TransactionBehavior};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -28,9 +28,9 @@ fn store() -> SqliteStore {
 }
 
 /// Run `f` in a write transaction, committed.
-fn write<T>(store: &SqliteStore, f: impl FnOnce(&Transaction<'_>) -> T) -> T {
+fn write<T>(store: &SqliteStore, f: impl FnOnce(&Tx<'_>) -> T) -> T {
     let mut conn = store.lock();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).expect("begin");
+    let tx = Tx::immediate(&mut conn).expect("begin");
     let out = f(&tx);
     tx.commit().expect("commit");
     out
@@ -68,7 +68,7 @@ fn decisions(failure: &Failure) -> [ClaimDecision; 4] {
 }
 
 /// The claim's statement for `decision` on the row read as [`PENDING`].
-fn claim_write(tx: &Transaction<'_>, decision: &ClaimDecision) -> bool {
+fn claim_write(tx: &Tx<'_>, decision: &ClaimDecision) -> bool {
     let write = RowWrite::of(decision, PENDING.attempts, T0, T0).expect("a decision that writes");
     claims::apply(&mut claims::Writes::new(tx), PENDING, "c", &write, T0).expect("statement")
 }
@@ -330,4 +330,90 @@ fn attempts_added_in_chunks_are_each_added_once_in_order() {
             .collect();
         assert_eq!(found, wanted, "{n} attempts");
     }
+}
+
+#[test]
+fn a_store_of_version_seven_keeps_only_claimable_deliveries_in_the_claims_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::schema::MIGRATIONS[..7] {
+            conn.execute_batch(sql).expect("migrate");
+        }
+        conn.pragma_update(None, "user_version", 7).expect("version");
+        conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+        conn.execute_batch(&format!(
+            "INSERT INTO jadpo_events (id, name, payload, emitted_at) VALUES (1, 'Paid', '{{}}', 0);
+             INSERT INTO jadpo_deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+             lease_until, budget_start, held_since, held_connection, created_at) VALUES \
+             (1, 1, 'rec', 'c', 'succeeded', 1, NULL, NULL, 0, NULL, NULL, 0), \
+             (2, 1, 'rec', 'c', 'pending', 0, {T0}, NULL, 0, NULL, NULL, 0), \
+             (3, 1, 'rec', 'c', 'running', 1, {lease}, {lease}, 0, NULL, NULL, 0), \
+             (4, 1, 'rec', 'd', 'held', 1, NULL, NULL, 0, {T0}, 'd', 0);
+             INSERT INTO jadpo_circuit_breakers (connection, state, opened_at) VALUES ('d', 'open', {T0});",
+            lease = T0 + 60_000,
+        ))
+        .expect("rows");
+    }
+    let store = SqliteStore::open(&path).expect("migrate");
+    {
+        let conn = store.lock();
+        let in_index = |index: &str, condition: &str| -> Vec<i64> {
+            let sql = format!("SELECT id FROM jadpo_deliveries INDEXED BY {index} WHERE {condition} ORDER BY id");
+            let mut stmt = conn.prepare(&sql).expect("select");
+            stmt.query_map([], |r| r.get(0)).expect("query").collect::<Result<_, _>>().expect("rows")
+        };
+        assert_eq!(in_index("jadpo_deliveries_due", "due_at IS NOT NULL"), vec![2, 3], "pending and running");
+        assert_eq!(in_index("jadpo_deliveries_held", "state = 'held'"), vec![4]);
+        // Every read a claim, the next due time and the breakers make of the
+        // deliveries goes through an index, never a walk of every row.
+        let reads = [
+            claims::READ_DUE,
+            claims::READ_ENDED_LEASES,
+            super::reads::NEXT_DUE,
+            breakers::BREAKERS_WITH_HELD,
+            super::reads::OLDEST_PENDING,
+            &format!("SELECT 1 FROM jadpo_deliveries WHERE {}", breakers::HELD_WITHOUT_OPEN_BREAKER),
+        ];
+        for sql in reads {
+            // The plan does not depend on the values, left unbound.
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("plan");
+            let mut rows = stmt.raw_query();
+            let mut plan: Vec<String> = Vec::new();
+            while let Some(r) = rows.next().expect("step") {
+                plan.push(r.get(3).expect("detail"));
+            }
+            for step in plan.iter().filter(|s| s.contains("jadpo_deliveries") || s.contains(" d ")) {
+                assert!(step.contains("INDEX"), "`{step}` of {sql}");
+            }
+        }
+    }
+    assert_eq!(store.next_due_ms().expect("next due"), Some(T0));
+    let held: Vec<(String, u64)> =
+        store.breakers().expect("breakers").into_iter().map(|b| (b.connection, b.held)).collect();
+    assert_eq!(held, vec![("d".to_string(), 1)], "the held delivery counted for its breaker");
+}
+
+#[test]
+fn a_named_value_the_statement_lacks_is_an_error_and_the_rest_bind_by_name() {
+    let store = store();
+    let conn = store.lock();
+    let mut stmt = conn.prepare_cached("SELECT :b, :a").expect("prepare");
+    let missing = super::by_name!().bind(&mut stmt, rusqlite::named_params! {":a": 1});
+    assert!(missing.is_err(), "`:b` has no value");
+    let at = super::by_name!();
+    for (a, b) in [(1, 2), (3, 4)] {
+        at.bind(&mut stmt, rusqlite::named_params! {":a": a, ":b": b}).expect("bind");
+        let mut rows = stmt.raw_query();
+        let row = rows.next().expect("step").expect("a row");
+        assert_eq!((row.get::<_, i64>(0).expect("b"), row.get::<_, i64>(1).expect("a")), (b, a));
+    }
+}
+
+#[test]
+fn a_column_is_found_by_the_word_after_its_last_space_or_dot() {
+    const LIST: &str = "d.id, e.name AS event, d.handled_at IS NOT NULL AS handled, payload , 0 AS held";
+    let at = |name| super::column_at(LIST, name);
+    assert_eq!([at("id"), at("event"), at("handled"), at("payload"), at("held")], [0, 1, 2, 3, 4]);
 }

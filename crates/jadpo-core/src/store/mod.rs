@@ -841,7 +841,12 @@ pub trait Store: Send + Sync {
         self.sweep_breakers_raising(now_ms, lease_until, &NoRaise)
     }
 
-    /// When the sweep next has work, if it has any.
+    /// When the sweep next has work, if it has any: the earliest of the
+    /// breakers' [`crate::rules::breaker::next_work_ms`], or `now_ms` while a
+    /// held delivery has no breaker holding it. An answer after `now_ms` (or
+    /// none) holds, at any later time up to it, until the store changes: only
+    /// work due at once is counted from `now_ms` (the virtual-time driver keeps
+    /// such an answer while nothing writes).
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
 
     // Operators' pauses of connections.
