@@ -155,9 +155,11 @@ impl SymbolIndex {
         std::mem::take(&mut self.refs)
     }
 
-    /// Adds a reference found by an earlier check (its name shared already).
-    pub(crate) fn push_ref(&mut self, r: Ref) {
-        self.refs.push(r);
+    /// Adds references an earlier check found, in their list as it comes (its
+    /// room reused rather than copied into a new one).
+    pub(crate) fn add_refs(&mut self, mut earlier: Vec<Ref>) {
+        earlier.append(&mut self.refs);
+        self.refs = earlier;
     }
 
     /// Sorts what place lookups search; the checker calls this once at the end.

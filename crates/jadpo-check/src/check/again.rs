@@ -54,15 +54,21 @@ pub(crate) struct Memo {
 }
 
 /// Where one subscriber's or schedule's findings are in its [`Memo`].
+/// One per declaration of a large program: its numbers are `u32`, as spans' are.
 #[derive(Debug, Clone, Default)]
 struct Record {
     /// Its kind and name, which the edit must leave as they were.
     kind: Option<DeclKind>,
     name: Option<std::sync::Arc<str>>,
-    file: usize,
+    file: u32,
     span: Span,
-    diags: std::ops::Range<usize>,
-    marks: std::ops::Range<usize>,
+    /// Its diagnostics and marks in the memo's lists: from, to.
+    diags: (u32, u32),
+    marks: (u32, u32),
+}
+
+fn range((from, to): (u32, u32)) -> std::ops::Range<usize> {
+    from as usize..to as usize
 }
 
 /// The last check's findings and the edit since, when the edit allows reusing them.
@@ -123,8 +129,8 @@ impl Cx<'_, '_> {
             Some(p) if !p.replaced.contains(&index) => {
                 self.reused += 1;
                 let old = &p.memo.records[index];
-                self.diags.extend(p.memo.diags[old.diags.clone()].iter().map(|d| p.edit.moved_diagnostic(d)));
-                for &m in &p.memo.marks[old.marks.clone()] {
+                self.diags.extend(p.memo.diags[range(old.diags)].iter().map(|d| p.edit.moved_diagnostic(d)));
+                for &m in &p.memo.marks[range(old.marks)] {
                     self.used[m as usize] = true;
                     if let Some(memo) = &mut self.memo {
                         memo.marks.push(m);
@@ -145,10 +151,10 @@ impl Cx<'_, '_> {
             memo.records[index] = Record {
                 kind: Some(decl.kind),
                 name,
-                file,
+                file: file as u32,
                 span: decl.span,
-                diags: start..memo.diags.len(),
-                marks: marks..memo.marks.len(),
+                diags: (start as u32, memo.diags.len() as u32),
+                marks: (marks as u32, memo.marks.len() as u32),
             };
         }
     }
@@ -167,7 +173,7 @@ impl Cx<'_, '_> {
         let Previous { memo, edit, replaced, refs } = p;
         // The reused declarations' places in the old text, in order of place, as
         // the references are.
-        let mut spans: Vec<(usize, Span)> = (0..self.decls.len())
+        let mut spans: Vec<(u32, Span)> = (0..self.decls.len())
             .filter(|i| !replaced.contains(i))
             .filter(|&i| {
                 let (file, d) = self.decls[i];
@@ -176,17 +182,21 @@ impl Cx<'_, '_> {
             .map(|i| (memo.records[i].file, memo.records[i].span))
             .collect();
         spans.sort_unstable_by_key(|(f, s)| (*f, s.start));
+        let mut refs = refs;
         let mut at = 0;
-        for mut r in refs {
-            while spans.get(at).is_some_and(|&(f, s)| (f, s.end) < (r.file, r.span.start)) {
+        refs.retain_mut(|r| {
+            while spans.get(at).is_some_and(|&(f, s)| (f as usize, s.end) < (r.file, r.span.start)) {
                 at += 1;
             }
-            let Some(&(f, s)) = spans.get(at) else { break };
-            if f == r.file && s.start <= r.span.start && r.span.end <= s.end {
+            let inside = spans
+                .get(at)
+                .is_some_and(|&(f, s)| f as usize == r.file && s.start <= r.span.start && r.span.end <= s.end);
+            if inside {
                 r.span = edit.moved(r.file, r.span);
-                self.index.push_ref(r);
             }
-        }
+            inside
+        });
+        self.index.add_refs(refs);
     }
 
     /// The findings kept for the next check.
