@@ -127,6 +127,22 @@ pub(crate) mod tests {
         true
     }
 
+    /// `text` with `len` bytes from the fraction `at` of its length replaced by
+    /// `insert`, both ends moved out to characters' boundaries.
+    pub(crate) fn edited(text: &str, at: f64, len: usize, insert: &str) -> String {
+        let mut text = text.to_string();
+        let mut start = (text.len() as f64 * at) as usize;
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (start + len).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        text.replace_range(start..end, insert);
+        text
+    }
+
     pub(crate) fn corpus() -> &'static [String] {
         static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
         CORPUS.get_or_init(read_corpus)
@@ -208,16 +224,7 @@ pub(crate) mod tests {
             insert in "[a-z{}()\\[\\]:,.\"/* \n]{0,12}",
         ) {
             let texts = corpus();
-            let mut text = texts[file % texts.len()].clone();
-            let mut start = (text.len() as f64 * at) as usize;
-            while !text.is_char_boundary(start) {
-                start -= 1;
-            }
-            let mut end = (start + len).min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
-            text.replace_range(start..end, &insert);
+            let text = edited(&texts[file % texts.len()], at, len, &insert);
             for cut in all_cuts(&text) {
                 same_as_serial(&text, &[cut]);
             }

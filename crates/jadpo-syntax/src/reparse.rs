@@ -241,7 +241,7 @@ fn shift_value(v: &mut Value<'_>, by: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pieces::tests::corpus;
+    use crate::pieces::tests::{corpus, edited};
     use proptest::prelude::*;
 
     /// The kept tree after moving it from `old` to `new` is the whole parse of
@@ -257,20 +257,6 @@ mod tests {
         assert_eq!(kept.parsed().comments, whole.comments, "{reparsed:?}");
         assert_eq!(format!("{:?}", kept.parsed().errors), format!("{:?}", whole.errors));
         reparsed
-    }
-
-    fn edit(text: &str, at: f64, len: usize, insert: &str) -> String {
-        let mut text = text.to_string();
-        let mut start = (text.len() as f64 * at) as usize;
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let mut end = (start + len).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        text.replace_range(start..end, insert);
-        text
     }
 
     #[test]
@@ -341,7 +327,7 @@ mod tests {
             let mut text = texts[file % texts.len()].clone();
             let mut kept = KeptParse::new(&text);
             for (at, len, insert) in edits {
-                let new = edit(&text, at, len, &insert);
+                let new = edited(&text, at, len, &insert);
                 same_as_whole(&mut kept, &text, &new);
                 text = new;
             }
