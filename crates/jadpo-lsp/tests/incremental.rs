@@ -55,6 +55,27 @@ fn program_files(n: usize, split: bool) -> Vec<SourceFile> {
     ]
 }
 
+/// The checker's corpus and the examples: programs with and without mistakes.
+fn corpus() -> &'static [String] {
+    static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut texts = Vec::new();
+        for dir in ["examples", "tests/check", "tests/scenarios"] {
+            for entry in std::fs::read_dir(root.join(dir)).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "jadpo")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    texts.push(text);
+                }
+            }
+        }
+        assert!(texts.len() > 50, "the corpus was not found: {} files", texts.len());
+        texts
+    })
+}
+
 /// The analysis after the edit is a whole check's.
 fn same_as_whole(analysis: &Analysis) {
     let whole = Analysis::new(analysis.files().to_vec());
@@ -83,7 +104,7 @@ fn a_digit_typed_in_a_subscriber_checks_that_subscriber_alone() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     /// A series of random edits, most of them inside subscribers: after each, the
     /// analysis is a whole check's.
@@ -163,6 +184,39 @@ proptest! {
                 }
                 _ => text.insert_str(body, KEYS[(pick * KEYS.len() as f64) as usize % KEYS.len()]),
             }
+            analysis = Analysis::after(Some(analysis), files.clone());
+            same_as_whole(&analysis);
+        }
+    }
+
+    /// A series of random edits over a corpus file (a digit changed, a word's
+    /// letter, a line break or a brace added or removed): after each, the analysis
+    /// is a whole check's.
+    #[test]
+    fn after_edits_over_the_corpus_the_analysis_is_a_whole_checks(
+        file in 0usize..1000,
+        edits in proptest::collection::vec((0.0f64..1.0, 0usize..3, "[a-z0-9 \n{}]{0,2}"), 1..6),
+    ) {
+        let texts = corpus();
+        let mut files = vec![SourceFile { name: "corpus.jadpo".into(), text: texts[file % texts.len()].clone() }];
+        let mut analysis = Analysis::new(files.clone());
+        for (at, len, insert) in edits {
+            let text = &mut files[0].text;
+            // Most often a digit, as typing in a value does; else anywhere.
+            let digits: Vec<usize> = text.match_indices(|c: char| c.is_ascii_digit()).map(|(i, _)| i).collect();
+            let mut start = match digits.is_empty() || len == 2 {
+                true => (text.len() as f64 * at) as usize,
+                false => digits[(digits.len() as f64 * at) as usize % digits.len()],
+            };
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + len.min(1)).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let insert = if len == 2 { insert } else { ((at * 1e6) as u64 % 10).to_string() };
+            text.replace_range(start..end, &insert);
             analysis = Analysis::after(Some(analysis), files.clone());
             same_as_whole(&analysis);
         }
