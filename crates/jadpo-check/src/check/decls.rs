@@ -50,7 +50,7 @@ impl<'a> Cx<'_, 'a> {
             fields.push((name, ty));
             spans.push(entry.key.span);
         }
-        self.types[index] = Some(fields.into());
+        std::sync::Arc::make_mut(&mut self.types)[index] = Some(fields.into());
     }
 
     pub(super) fn action(
@@ -100,7 +100,7 @@ impl<'a> Cx<'_, 'a> {
             spans.push(param.name.span);
         }
         // With a parameter declared twice, calls cannot be checked against the list.
-        self.types[index] = (!duplicate).then(|| types.into());
+        std::sync::Arc::make_mut(&mut self.types)[index] = (!duplicate).then(|| types.into());
         let keys = self.keys(file, decl, block, &["via", "path", "idempotent"], &[]);
         let via = match keys.get("via") {
             None => {

@@ -27,6 +27,7 @@ use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Span};
 use jadpo_syntax::{Parsed, SyntaxErrorKind, parse};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// The outcome of checking a program.
 #[derive(Debug)]
@@ -182,6 +183,10 @@ fn syntax_code(kind: SyntaxErrorKind) -> Code {
     }
 }
 
+/// The fewest subscribers and schedules checked in two halves at once (for
+/// diagnostics alone): below this, starting a thread costs more than it saves.
+const SECOND_PASS_SPLIT_MIN: usize = 4096;
+
 /// The file of jadpo's built-in events: none. They have no definition in the
 /// index, no reference to them is recorded, and they are lowered only when used.
 const BUILTIN_FILE: usize = usize::MAX;
@@ -225,10 +230,11 @@ struct Cx<'d, 'a> {
     diags: Vec<Diagnostic>,
     /// Declarations of one kind share a namespace: (kind, name) to the index of the
     /// first declaration of that name in `decls`.
-    names: FxHashMap<(DeclKind, &'a str), usize>,
+    /// Shared, read-only, with the second pass's other thread.
+    names: Arc<FxHashMap<(DeclKind, &'a str), usize>>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
-    types: Vec<Option<Fields<'a>>>,
+    types: Arc<Vec<Option<Fields<'a>>>>,
     resolved: Vec<Resolved>,
     lower: Lower,
     /// Tests that checked clean, their steps naming declarations by index.
@@ -264,7 +270,7 @@ fn defs_upper_bound(decls: &[(usize, &Decl<'_>)]) -> usize {
 
 /// An event's fields or an action's parameters: shared, so checking a call clones
 /// a pointer, not the list.
-type Fields<'a> = std::rc::Rc<[(&'a str, Option<Type>)]>;
+type Fields<'a> = Arc<[(&'a str, Option<Type>)]>;
 
 impl<'d, 'a> Cx<'d, 'a> {
     fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
@@ -275,9 +281,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             files,
             broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
             diags: Vec::new(),
-            names: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            names: Arc::new(FxHashMap::with_capacity_and_hasher(n, Default::default())),
             used: vec![false; n],
-            types: vec![None; n],
+            types: Arc::new(vec![None; n]),
             // Only a program that will be lowered needs what each declaration resolved to.
             resolved: if lower == Lower::Yes {
                 std::iter::repeat_with(Resolved::default).take(n).collect()
@@ -345,25 +351,18 @@ impl<'d, 'a> Cx<'d, 'a> {
 
     fn check_all(&mut self) {
         // Events and actions first: subscribers, schedules and tests need their types.
-        for pass in [0, 1] {
-            if pass == 1 {
-                self.forget_marks();
-            }
-            for index in 0..self.decls.len() {
-                let (file, decl) = self.decls[index];
-                let Body::Block { params, block } = &decl.body else { continue };
-                match (pass, decl.kind) {
-                    (0, DeclKind::Event) => self.event(index, file, block),
-                    (0, DeclKind::Connection) => self.connection(index, file, decl, block),
-                    (0, DeclKind::Action) => self.action(index, file, decl, params, block),
-                    (1, DeclKind::Subscriber) => {
-                        self.check_or_reuse(index, |cx| cx.subscriber(index, file, decl, block))
-                    }
-                    (1, DeclKind::Schedule) => self.check_or_reuse(index, |cx| cx.schedule(index, file, decl, block)),
-                    _ => {}
-                }
+        for index in 0..self.decls.len() {
+            let (file, decl) = self.decls[index];
+            let Body::Block { params, block } = &decl.body else { continue };
+            match decl.kind {
+                DeclKind::Event => self.event(index, file, block),
+                DeclKind::Connection => self.connection(index, file, decl, block),
+                DeclKind::Action => self.action(index, file, decl, params, block),
+                _ => {}
             }
         }
+        self.forget_marks();
+        self.second_pass();
         for index in 0..self.decls.len() {
             let (file, decl) = self.decls[index];
             if let Body::Steps { title, steps } = &decl.body {
@@ -372,6 +371,86 @@ impl<'d, 'a> Cx<'d, 'a> {
         }
         if !self.broken {
             self.unused();
+        }
+    }
+
+    /// Subscribers and schedules, in order. For diagnostics alone, a large
+    /// program's are checked in two halves at once, the second on a thread of its
+    /// own with its own diagnostics and marks, added after the first half's: each
+    /// reads only the name tables and types the first pass made, so the result is
+    /// the one-thread check's, in the same order.
+    fn second_pass(&mut self) {
+        let n = self.decls.len();
+        let is_second = |d: &Decl<'_>| matches!(d.kind, DeclKind::Subscriber | DeclKind::Schedule);
+        let count = self.decls.iter().filter(|(_, d)| is_second(d)).count();
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        if self.lower != Lower::DiagnosticsOnly || count < SECOND_PASS_SPLIT_MIN || cores < 2 {
+            self.second_pass_over(0..n);
+            return;
+        }
+        // Where half of them are behind.
+        let mut seen = 0;
+        let mid = self
+            .decls
+            .iter()
+            .position(|(_, d)| {
+                seen += usize::from(is_second(d));
+                seen > count / 2
+            })
+            .unwrap_or(n);
+        let mut other = self.helper();
+        let joined = std::thread::scope(|scope| {
+            let handle = std::thread::Builder::new()
+                .spawn_scoped(scope, move || {
+                    other.second_pass_over(mid..n);
+                    other
+                })
+                .ok();
+            self.second_pass_over(0..mid);
+            handle.and_then(|h| h.join().ok())
+        });
+        match joined {
+            Some(other) => {
+                self.diags.extend(other.diags);
+                self.used.iter_mut().zip(other.used).for_each(|(u, o)| *u |= o);
+            }
+            // The system refused a thread: the second half here.
+            None => self.second_pass_over(mid..n),
+        }
+    }
+
+    fn second_pass_over(&mut self, range: std::ops::Range<usize>) {
+        for index in range {
+            let (file, decl) = self.decls[index];
+            let Body::Block { block, .. } = &decl.body else { continue };
+            match decl.kind {
+                DeclKind::Subscriber => self.check_or_reuse(index, |cx| cx.subscriber(index, file, decl, block)),
+                DeclKind::Schedule => self.check_or_reuse(index, |cx| cx.schedule(index, file, decl, block)),
+                _ => {}
+            }
+        }
+    }
+
+    /// A checker for the second half of the second pass: the same declarations,
+    /// name tables and types, no diagnostics or marks yet.
+    fn helper(&self) -> Self {
+        Cx {
+            decls: self.decls,
+            files: self.files,
+            broken: self.broken,
+            diags: Vec::new(),
+            names: Arc::clone(&self.names),
+            used: vec![false; self.used.len()],
+            types: Arc::clone(&self.types),
+            resolved: Vec::new(),
+            lower: self.lower,
+            tests: Vec::new(),
+            index: SymbolIndex::default(),
+            decl_def: Vec::new(),
+            member_defs: Vec::new(),
+            memo: None,
+            previous: None,
+            reused: 0,
         }
     }
 

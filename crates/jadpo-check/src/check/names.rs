@@ -8,6 +8,7 @@ use crate::program::Type;
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Body, DeclKind, Name, Span};
+use std::sync::Arc;
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn collect_names(&mut self) {
@@ -17,7 +18,7 @@ impl<'a> Cx<'_, 'a> {
             }
             let key = (decl.kind, decl.name.text);
             if file == BUILTIN_FILE {
-                self.names.insert(key, index);
+                Arc::make_mut(&mut self.names).insert(key, index);
                 continue;
             }
             if self.indexing() {
@@ -49,7 +50,7 @@ impl<'a> Cx<'_, 'a> {
                 .help(format!("rename one of them; {} names are shared by every file of the program", what));
                 self.push(d);
             } else {
-                self.names.insert(key, index);
+                Arc::make_mut(&mut self.names).insert(key, index);
             }
         }
     }

@@ -255,3 +255,49 @@ fn a_check_for_diagnostics_only_reports_the_same_and_leaves_the_index_empty() {
         assert_eq!(only.index, jadpo_check::SymbolIndex::default());
     }
 }
+
+/// A program of `n` subscribers over a few events and actions, with every kind
+/// of mistake a subscriber can make somewhere, and schedules among them.
+fn many_subscribers(n: usize) -> String {
+    let mut out = String::from(
+        "event E0 { id: string  amount: int }\nevent E1 { id: string  note: string? }\n\
+         connection c { url: \"http://127.0.0.1:9/hooks\" }\n\
+         action a0(id: string, amount: int) { via: c }\naction a1(id: string) { via: c }\n\
+         action unused_one(id: string) { via: c }\naction late(id: string) { via: c }\n",
+    );
+    for i in 0..n {
+        let body = match i % 9 {
+            0 => "on: E0  run: a0(event.id, event.amount)".to_string(),
+            1 => "on: E0  run: a0(event.amount, event.id)".to_string(),
+            2 => "on: E9  run: a1(event.id)".to_string(),
+            3 => "on: E1  run: a9(event.id)".to_string(),
+            4 => format!("on: E1  run: a1(event.id)  retry: {{ attempts: {}  within: 1h }}", 3 + i % 40),
+            5 => "on: E0  run: a1(event.nope)  where: event.amount > \"x\"".to_string(),
+            6 => "on: E1  run: a1(event.id)  order_by: event.note  timeout: 99m".to_string(),
+            7 => "run: a1(\"x\")".to_string(),
+            _ => "on: E0  run: a0(event.id, 7)  where: event.amount > 5 and event.id != \"x\"".to_string(),
+        };
+        out.push_str(&format!("subscriber s{i} {{ {body} }}\n"));
+        if i % 1000 == 0 {
+            out.push_str(&format!("schedule sch{i} {{ every: {}  run: a1(\"x\") }}\n", ["1h", "0s", "2d"][i % 3]));
+        }
+    }
+    // A duplicate name, and an action only the last subscriber runs: its use is
+    // seen by the second half.
+    out.push_str("subscriber s0 { on: E0  run: a1(event.id) }\nsubscriber last { on: E1  run: late(event.id) }\n");
+    out
+}
+
+#[test]
+fn a_large_program_checked_in_two_halves_reports_as_one_check_in_order() {
+    // Enough subscribers that a check for diagnostics alone splits the second
+    // pass; a check that fills the index does not.
+    let text = many_subscribers(9_000);
+    let halves = check(&files(&[&text]), Lower::DiagnosticsOnly);
+    let one = check(&files(&[&text]), Lower::No);
+    assert!(halves.diagnostics.len() > 8_000, "{}", halves.diagnostics.len());
+    assert_eq!(halves.diagnostics, one.diagnostics);
+    let unused: Vec<&str> =
+        halves.diagnostics.iter().filter(|d| d.code.as_str() == "action.unused").map(|d| d.message.as_str()).collect();
+    assert_eq!(unused, ["the action `unused_one` is never used: no subscriber or schedule runs it"]);
+}
