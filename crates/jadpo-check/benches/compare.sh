@@ -26,15 +26,13 @@
 #
 # Needs python3, GNU time (/usr/bin/time) and, for the instruction count, valgrind.
 set -euo pipefail
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 OLD_JADPOC NEW_JADPOC [ROUNDS]" >&2
-  exit 2
-fi
-ROUNDS=${3:-3}
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
+# shellcheck source=../../jadpo-runtime/benches/lib.sh
+. "$REPO/crates/jadpo-runtime/benches/lib.sh"
+compare_args "$@"
 SUBSCRIBERS=${SUBSCRIBERS:-50000}
 LSP_EDITS=${LSP_EDITS:-10}
 BENCHES=${BENCHES:-check lsp callgrind}
-REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 GEN=""
 for dir in "$REPO/.." "$REPO/../.."; do
   if [ -f "$dir/shared/tools/gen_program.py" ]; then GEN="$dir/shared/tools/gen_program.py"; break; fi
@@ -43,17 +41,8 @@ if [ -z "$GEN" ]; then
   echo "gen_program.py not found beside the repository (shared/tools/)" >&2
   exit 2
 fi
-# shellcheck source=../../jadpo-runtime/benches/lib.sh
-. "$REPO/crates/jadpo-runtime/benches/lib.sh"
-declare -A BIN
-binaries "$1" "$2"
-case $ROUNDS in
-  '' | *[!0-9]* | 0) echo "ROUNDS must be a positive number, not $ROUNDS" >&2; exit 2 ;;
-esac
 [ -x /usr/bin/time ] || { echo "GNU time is needed: apt-get install time" >&2; exit 2; }
-if wants callgrind; then
-  command -v valgrind >/dev/null || { echo "valgrind is needed: apt-get install valgrind" >&2; exit 2; }
-fi
+if wants callgrind; then need valgrind "apt-get install valgrind"; fi
 
 WORK=$(mktemp -d -t jadpo-compare-check.XXXXXX)
 RESULTS="$WORK/results.tsv"

@@ -41,11 +41,10 @@
 # Needs what the scripts need (python3, bc, psql and a PostgreSQL server, wrk:
 # `apt-get install wrk`), and valgrind for the instruction count.
 set -euo pipefail
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 OLD_JADPOC NEW_JADPOC [ROUNDS]" >&2
-  exit 2
-fi
-ROUNDS=${3:-3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+compare_args "$@"
 EVENTS=${EVENTS:-100000}
 BACKLOG=${BACKLOG:-100000}
 WRK_SECONDS=${WRK_SECONDS:-10}
@@ -53,20 +52,7 @@ read -r -a WRK_CONNS <<< "${WRK_CONNECTIONS:-}"
 CALLGRIND_EVENTS=${CALLGRIND_EVENTS:-5000}
 CALLGRIND_REPEAT=${CALLGRIND_REPEAT:-1}
 BENCHES=${BENCHES:-sqlite postgres ingest callgrind}
-HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib.sh
-. "$HERE/lib.sh"
-
-declare -A BIN
-binaries "$1" "$2"
-for count in "ROUNDS=$ROUNDS" "CALLGRIND_REPEAT=$CALLGRIND_REPEAT"; do
-  case ${count#*=} in
-    '' | *[!0-9]* | 0) echo "${count%%=*} must be a positive number, not ${count#*=}" >&2; exit 2 ;;
-  esac
-done
-need() {
-  command -v "$1" >/dev/null || { echo "$1 is needed${2:+: $2}" >&2; exit 2; }
-}
+positive CALLGRIND_REPEAT "$CALLGRIND_REPEAT"
 need python3
 need bc
 if wants postgres; then need psql; fi

@@ -53,8 +53,35 @@ print(f"{statistics.median(v):.0f}" + (f" ({v[0]}-{v[-1]})" if len(v) > 1 else "
 }
 
 # Two builds compared side by side (compare.sh here, crates/jadpo-check/benches/compare.sh).
+declare -A BIN
+
+# compare_args "$@": a compare script's arguments, OLD_JADPOC NEW_JADPOC [ROUNDS]:
+# sets BIN[old], BIN[new] (see binaries) and ROUNDS (3 by default), or stops with
+# the usage.
+compare_args() {
+  if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+    echo "usage: $0 OLD_JADPOC NEW_JADPOC [ROUNDS]" >&2
+    exit 2
+  fi
+  ROUNDS=${3:-3}
+  positive ROUNDS "$ROUNDS"
+  binaries "$1" "$2"
+}
+
+# positive NAME VALUE: stops unless VALUE is a whole number above zero.
+positive() {
+  case $2 in
+    '' | *[!0-9]* | 0) echo "$1 must be a positive number, not $2" >&2; exit 2 ;;
+  esac
+}
+
+# need COMMAND [HOW]: stops unless COMMAND is installed, saying how to install it.
+need() {
+  command -v "$1" >/dev/null || { echo "$1 is needed${2:+: $2}" >&2; exit 2; }
+}
+
 # binaries OLD NEW: each must be an executable file; sets BIN[old] and BIN[new] to
-# their real paths (the caller declares `declare -A BIN` first).
+# their real paths.
 binaries() {
   local side path
   for side in old new; do
