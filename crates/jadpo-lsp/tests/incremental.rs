@@ -5,6 +5,7 @@
 
 use jadpo_check::SourceFile;
 use jadpo_lsp::Analysis;
+use jadpo_test_support::corpus;
 use proptest::prelude::*;
 
 /// A program of `n` subscribers over a few events, actions and connections, with
@@ -53,27 +54,6 @@ fn program_files(n: usize, split: bool) -> Vec<SourceFile> {
         SourceFile { name: "a.jadpo".into(), text: text[..cut].to_string() },
         SourceFile { name: "b.jadpo".into(), text: text[cut..].to_string() },
     ]
-}
-
-/// The checker's corpus and the examples: programs with and without mistakes.
-fn corpus() -> &'static [String] {
-    static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    CORPUS.get_or_init(|| {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut texts = Vec::new();
-        for dir in ["examples", "tests/check", "tests/scenarios"] {
-            for entry in std::fs::read_dir(root.join(dir)).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "jadpo")
-                    && let Ok(text) = std::fs::read_to_string(&path)
-                {
-                    texts.push(text);
-                }
-            }
-        }
-        assert!(texts.len() > 50, "the corpus was not found: {} files", texts.len());
-        texts
-    })
 }
 
 /// The analysis after the edit is a whole check's.

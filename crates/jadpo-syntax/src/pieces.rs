@@ -109,6 +109,7 @@ pub(crate) fn parse_piece(
 pub(crate) mod tests {
     use super::*;
     use crate::parse_serial;
+    use jadpo_test_support::corpus;
     use proptest::prelude::*;
 
     /// Every place `cuts` could choose: each line start with a declaration's keyword.
@@ -141,29 +142,6 @@ pub(crate) mod tests {
         }
         text.replace_range(start..end, insert);
         text
-    }
-
-    pub(crate) fn corpus() -> &'static [String] {
-        static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-        CORPUS.get_or_init(read_corpus)
-    }
-
-    fn read_corpus() -> Vec<String> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut texts = Vec::new();
-        for dir in ["examples", "tests/check", "tests/scenarios"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "jadpo")
-                    && let Ok(text) = std::fs::read_to_string(&path)
-                {
-                    texts.push(text);
-                }
-            }
-        }
-        assert!(texts.len() > 50, "the corpus was not found: {} files", texts.len());
-        texts
     }
 
     #[test]

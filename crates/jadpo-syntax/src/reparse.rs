@@ -241,7 +241,8 @@ fn shift_value(v: &mut Value<'_>, by: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pieces::tests::{corpus, edited};
+    use crate::pieces::tests::edited;
+    use jadpo_test_support::corpus;
     use proptest::prelude::*;
 
     /// The kept tree after moving it from `old` to `new` is the whole parse of

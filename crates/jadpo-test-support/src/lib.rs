@@ -1,7 +1,8 @@
 //! What the jadpo crates' tests share, written once: [`program`] (a checked
 //! program from text), [`PgDatabase`] (a fresh PostgreSQL database per test),
-//! [`files_under`] (a folder's files, walked) and [`on_every_store!`] (a store
-//! suite's tests run on every store). A dev-dependency only.
+//! [`files_under`] (a folder's files, walked), [`corpus`] (the programs tests
+//! mutate and edit) and [`on_every_store!`] (a store suite's tests run on every
+//! store). A dev-dependency only.
 //!
 //! A test's failure is a panic here by design: these run only in tests.
 
@@ -74,6 +75,26 @@ impl Drop for PgDatabase {
             let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
         }
     }
+}
+
+/// The texts of every `.jadpo` file in the checker's corpus (`tests/check`), the
+/// examples and the scenario tests (each folder itself, not below it), in order of
+/// path, read once: programs with and without mistakes, for tests that mutate or
+/// edit them.
+pub fn corpus() -> &'static [String] {
+    static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut paths: Vec<PathBuf> = ["examples", "tests/check", "tests/scenarios"]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(root.join(dir)).into_iter().flatten().flatten().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jadpo"))
+            .collect();
+        paths.sort();
+        let texts: Vec<String> = paths.iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+        assert!(texts.len() > 50, "the corpus was not found: {} files", texts.len());
+        texts
+    })
 }
 
 /// Every file under `dir` (recursively) whose name ends with `suffix`, sorted;

@@ -3,21 +3,10 @@
 
 use jadpo_check::{Lower, SourceFile, check};
 use proptest::prelude::*;
-use std::path::Path;
 
 /// Every program of the corpus and the examples, as seeds for mutation.
 fn seeds() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut out = Vec::new();
-    for dir in ["tests/check", "examples", "tests/scenarios"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "jadpo") {
-                out.push(std::fs::read_to_string(&p).unwrap_or_default());
-            }
-        }
-    }
+    let mut out = jadpo_test_support::corpus().to_vec();
     out.sort();
     out
 }
