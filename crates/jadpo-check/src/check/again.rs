@@ -11,7 +11,7 @@
 //! actions and tests, and the warnings for what nothing uses, are checked anew; the
 //! result is a whole check's, in the same order.
 
-use super::{BUILTIN_FILE, Cx};
+use super::{Cx, in_second_pass};
 use crate::diagnostic::Diagnostic;
 use crate::index::Ref;
 use jadpo_syntax::ast::{Decl, DeclKind, Span};
@@ -100,7 +100,7 @@ pub(super) fn reusable(
     let new = decls.get(replaced.clone())?;
     let same = new.iter().zip(&memo.records[replaced.clone()]).all(|((f, d), old)| {
         *f == edit.file
-            && matches!(d.kind, DeclKind::Subscriber | DeclKind::Schedule)
+            && in_second_pass(d.kind)
             && old.kind == Some(d.kind)
             && old.name.as_deref() == Some(d.name.text)
     });
@@ -173,13 +173,9 @@ impl Cx<'_, '_> {
         let Previous { memo, edit, replaced, refs } = p;
         // The reused declarations' places in the old text, in order of place, as
         // the references are.
-        let mut spans: Vec<(u32, Span)> = (0..self.decls.len())
+        let mut spans: Vec<(u32, Span)> = (0..memo.records.len())
             .filter(|i| !replaced.contains(i))
-            .filter(|&i| {
-                let (file, d) = self.decls[i];
-                file != BUILTIN_FILE && matches!(d.kind, DeclKind::Subscriber | DeclKind::Schedule)
-            })
-            .map(|i| (memo.records[i].file, memo.records[i].span))
+            .filter_map(|i| memo.records[i].kind.map(|_| (memo.records[i].file, memo.records[i].span)))
             .collect();
         spans.sort_unstable_by_key(|(f, s)| (*f, s.start));
         let mut refs = refs;

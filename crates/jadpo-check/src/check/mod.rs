@@ -183,6 +183,13 @@ fn syntax_code(kind: SyntaxErrorKind) -> Code {
     }
 }
 
+/// Whether declarations of `kind` are checked in the second pass, after the
+/// events, connections and actions they name: subscribers and schedules, which
+/// nothing names but by their names.
+fn in_second_pass(kind: DeclKind) -> bool {
+    matches!(kind, DeclKind::Subscriber | DeclKind::Schedule)
+}
+
 /// The fewest subscribers and schedules checked in two halves at once (for
 /// diagnostics alone): below this, starting a thread costs more than it saves.
 const SECOND_PASS_SPLIT_MIN: usize = 4096;
@@ -381,8 +388,7 @@ impl<'d, 'a> Cx<'d, 'a> {
     /// the one-thread check's, in the same order.
     fn second_pass(&mut self) {
         let n = self.decls.len();
-        let is_second = |d: &Decl<'_>| matches!(d.kind, DeclKind::Subscriber | DeclKind::Schedule);
-        let count = self.decls.iter().filter(|(_, d)| is_second(d)).count();
+        let count = self.decls.iter().filter(|(_, d)| in_second_pass(d.kind)).count();
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         if self.lower != Lower::DiagnosticsOnly || count < SECOND_PASS_SPLIT_MIN || cores < 2 {
             self.second_pass_over(0..n);
@@ -394,7 +400,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             .decls
             .iter()
             .position(|(_, d)| {
-                seen += usize::from(is_second(d));
+                seen += usize::from(in_second_pass(d.kind));
                 seen > count / 2
             })
             .unwrap_or(n);
