@@ -94,28 +94,6 @@ pub struct Parsed<'a> {
     pub comments: Vec<ast::Comment>,
 }
 
-/// Whether syntax trees are left to the process's end rather than freed: see
-/// [`keep_trees_until_exit`].
-static KEEP_TREES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// From now on, a dropped [`ast::File`] leaves its declarations in memory
-/// instead of freeing them one node at a time. For a process that reads a
-/// program, reports and exits (`jadpoc check`): freeing a large program's tree
-/// is a walk over every node, on the one thread, after the work is done, and
-/// the system takes the memory back at the exit anyway. Never for a process
-/// that lives on (the language server), which would keep every tree it drops.
-pub fn keep_trees_until_exit() {
-    KEEP_TREES.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-impl Drop for ast::File<'_> {
-    fn drop(&mut self) {
-        if KEEP_TREES.load(std::sync::atomic::Ordering::Relaxed) {
-            std::mem::forget(std::mem::take(&mut self.decls));
-        }
-    }
-}
-
 /// The most bytes a file's text may have, since spans are `u32` byte offsets. The
 /// tools refuse a longer text before parsing it.
 pub const MAX_SOURCE_LEN: usize = u32::MAX as usize;

@@ -3,7 +3,7 @@
 use crate::args::ProgramPaths;
 use crate::load::{find_files, read_sources};
 use crate::render;
-use jadpo_check::{Lower, check};
+use jadpo_check::{Lower, check_parsed};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -35,11 +35,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // The process exits once the report is out: the trees are not worth freeing,
-    // and what the parse frees before the check goes back to the system at once.
-    jadpo_syntax::keep_trees_until_exit();
+    // What the parse frees before the check goes back to the system at once.
     crate::purge_freed_memory_at_once();
-    let checked = check(&sources, Lower::DiagnosticsOnly);
+    let trees: Vec<_> = sources.iter().map(|f| jadpo_syntax::parse(&f.text)).collect();
+    let checked = check_parsed(&sources, &trees.iter().collect::<Vec<_>>(), Lower::DiagnosticsOnly);
+    // The process exits once the report is out: freeing a large program's tree
+    // node by node, on one thread after the work, is not worth it; the system
+    // takes the memory back at the exit.
+    std::mem::forget(trees);
     let out = match args.format {
         Format::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
         Format::Json => render::json(&sources, &checked).to_string() + "\n",
