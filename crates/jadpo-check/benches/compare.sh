@@ -78,17 +78,13 @@ instructions() {
   local side=$1 log="$WORK/callgrind-$1.log" n
   valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file="$log" \
     "${BIN[$side]}" check "$PROGRAM" > /dev/null 2>&1
-  n=$(sed -nE 's/^==[0-9]+== Collected : ([0-9]+)$/\1/p' "$log")
-  [ -n "$n" ] || { echo "no instruction count in $log" >&2; exit 1; }
-  record "check instructions" "$side" "$n"
+  record "check instructions" "$side" "$(collected "$log")"
 }
 
-for side in old new; do
-  echo "$side: ${BIN[$side]} (sha256 $(sha256sum "${BIN[$side]}" | cut -c1-12))"
-done
-echo "program: $SUBSCRIBERS subscribers, $BYTES bytes; rounds: $ROUNDS; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+show_binaries
+echo "program: $SUBSCRIBERS subscribers, $BYTES bytes; rounds: $ROUNDS; load before: $(load)"
 for round in $(seq "$ROUNDS"); do
-  if [ $((round % 2)) = 1 ]; then ORDER=(old new); else ORDER=(new old); fi
+  order "$round"
   echo "round $round/$ROUNDS (${ORDER[0]} first)"
   for side in "${ORDER[@]}"; do
     if wants check; then check_once "$side"; fi
@@ -100,7 +96,7 @@ done
 if wants callgrind; then
   for side in old new; do instructions "$side"; done
 fi
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load after: $(load)"
 echo
 
 table

@@ -70,10 +70,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-load() {
-  cut -d' ' -f1-3 /proc/loadavg
-}
-
 # bench ROUND NAME SIDE SCRIPT ARGS...: one script on one binary; each summary
 # line `METRIC: N` or `METRIC: N (CONTEXT)` becomes a row `NAME METRIC (CONTEXT)`.
 bench() {
@@ -96,18 +92,6 @@ bench() {
     tail -n 20 "$log" >&2
     exit 1
   fi
-}
-
-# collected VALGRIND_LOG: callgrind's "Collected" total.
-collected() {
-  local n
-  n=$(sed -nE 's/^==[0-9]+== Collected : ([0-9]+)$/\1/p' "$1")
-  if [ -z "$n" ]; then
-    echo "no instruction count in $1:" >&2
-    tail -n 20 "$1" >&2
-    exit 1
-  fi
-  echo "$n"
 }
 
 # instructions SIDE: the fixed SQLite workload under callgrind, emit then run.
@@ -147,12 +131,10 @@ instructions() {
   rm -f "$dir/outbox.db"* "$dir/paid.ndjson"
 }
 
-for side in old new; do
-  echo "$side: ${BIN[$side]} (sha256 $(sha256sum "${BIN[$side]}" | cut -c1-12))"
-done
+show_binaries
 echo "rounds: $ROUNDS; load before: $(load)"
 for round in $(seq "$ROUNDS"); do
-  if [ $((round % 2)) = 1 ]; then ORDER=(old new); else ORDER=(new old); fi
+  order "$round"
   echo "round $round/$ROUNDS (${ORDER[0]} first)"
   for side in "${ORDER[@]}"; do
     if wants sqlite; then bench "$round" sqlite "$side" throughput.sh "$EVENTS"; fi
@@ -166,7 +148,7 @@ for round in $(seq "$ROUNDS"); do
 done
 if wants callgrind; then
   for run in $(seq "$CALLGRIND_REPEAT"); do
-    if [ $((run % 2)) = 1 ]; then ORDER=(old new); else ORDER=(new old); fi
+    order "$run"
     echo "instruction counts $run/$CALLGRIND_REPEAT (${ORDER[0]} first)"
     for side in "${ORDER[@]}"; do
       instructions "$side"

@@ -94,6 +94,37 @@ binaries() {
   done
 }
 
+# show_binaries: which two builds are compared, by path and checksum.
+show_binaries() {
+  local side
+  for side in old new; do
+    echo "$side: ${BIN[$side]} (sha256 $(sha256sum "${BIN[$side]}" | cut -c1-12))"
+  done
+}
+
+# order ROUND: sets ORDER to the sides in the order round ROUND runs them, the old
+# build first in odd rounds and the new one in even ones.
+order() {
+  if [ $(($1 % 2)) = 1 ]; then ORDER=(old new); else ORDER=(new old); fi
+}
+
+# load: the machine's load averages (1, 5 and 15 minutes).
+load() {
+  cut -d' ' -f1-3 /proc/loadavg
+}
+
+# collected VALGRIND_LOG: callgrind's "Collected" total, or stops showing the log.
+collected() {
+  local n
+  n=$(sed -nE 's/^==[0-9]+== Collected : ([0-9]+)$/\1/p' "$1")
+  if [ -z "$n" ]; then
+    echo "no instruction count in $1:" >&2
+    tail -n 20 "$1" >&2
+    exit 1
+  fi
+  echo "$n"
+}
+
 # wants NAME: whether $BENCHES (a list of names) asks for the benchmark NAME.
 wants() {
   [[ " $BENCHES " == *" $1 "* ]]
