@@ -19,6 +19,12 @@ pub const DEFAULT_POLL_MS: u64 = 100;
 /// How long running attempts and schedule runs may finish after a stop before they
 /// are cut off (`abandoned`).
 pub const DEFAULT_STOP_GRACE_MS: u64 = 10 * SECOND_MS;
+/// How long, at most, a run on a store with one writer leaves an outcome for its
+/// next claim to write in the claim's own transaction before writing it alone.
+pub const LEFT_TO_CLAIMS: std::time::Duration = std::time::Duration::from_millis(10);
+/// How long, at most, a claim on a store with one writer waits for a quarter of
+/// its permits when most are in flight, rather than commit for the few free.
+pub const CLAIM_GATHER: std::time::Duration = std::time::Duration::from_millis(2);
 /// How often the tick runs (breaker sweeps, schedules).
 pub const TICK_MS: u64 = SECOND_MS;
 /// How often, at least, a process's claims on PostgreSQL read the due indexes

@@ -39,6 +39,9 @@ pub const ERROR: &str = "runtime.error";
 pub const INTERNAL_FAULT: &str = RuntimeCode::RuntimeInternalFault.as_str();
 /// The name of the span around one delivery attempt's call.
 pub const ATTEMPT_SPAN: &str = "delivery.attempt.call";
+/// The name of the span around the lines of a batch of outcomes: a sink may write
+/// them at once, when the span is left.
+pub const LINES_SPAN: &str = "run.lines";
 
 /// What an outcome is called in a line.
 pub fn outcome_word(outcome: &Outcome) -> &'static str {
@@ -167,6 +170,12 @@ pub fn error(at_ms: i64, e: &dyn std::fmt::Display) {
 /// run stops).
 pub fn internal_fault(at_ms: i64, task: &str, message: &str) {
     tracing::error!(name: INTERNAL_FAULT, target: TARGET, at = rfc3339(at_ms).as_str(), task, message);
+}
+
+/// The span around the lines of one batch of outcomes, logged one after the
+/// other on one thread ([`LINES_SPAN`]).
+pub fn lines_span() -> tracing::Span {
+    tracing::info_span!(target: TARGET, LINES_SPAN)
 }
 
 /// The span around one delivery attempt's call: what a driver emits meanwhile

@@ -22,8 +22,8 @@ use crate::rules::{
     self, ClaimDecision, Decision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
 };
 use crate::store::{
-    ClaimCandidate, ClaimReport, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport, Expansion, NewEvent, Recorded,
-    ScheduleSpec, Store, StoreError, UnexpandedEvent, WaitingAtClaim,
+    ClaimAt, ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport,
+    Expansion, NewEvent, Recorded, ScheduleSpec, Store, StoreError, UnexpandedEvent, WaitingAtClaim,
 };
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
@@ -246,6 +246,40 @@ impl Runtime {
     /// breaker as this process knows it, see [`ProcessBreakers`]), and log those ended
     /// at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
+        let claimed = self
+            .claim_through(now_ms, |decide, raiser| Ok(((), self.store.claim_raising(now_ms, limit, decide, raiser)?)));
+        claimed.map(|((), claim)| claim)
+    }
+
+    /// Record finished attempts as [`Runtime::record_outcomes`] does and claim as
+    /// [`Runtime::claim_due`] does, in one store call
+    /// ([`Store::record_then_claim_raising`]: one transaction on a store with one
+    /// writer). Returns which of `done` were written, for the caller to log with
+    /// [`Runtime::outcomes_written`] once it has let go of the store.
+    pub fn record_then_claim_due(
+        &self,
+        done: &[Done],
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<(Vec<usize>, DueClaim), StoreError> {
+        let (records, raised) = outcome_rows(done);
+        let claimed = self.claim_through(now_ms, |decide, raiser| {
+            self.store.record_then_claim_raising(&records, &raised, ClaimAt { now_ms, limit }, decide, raiser)
+        });
+        self.left_to_the_store(&records);
+        claimed
+    }
+
+    /// A claim at `now_ms` through `claim`, the store's call (with what it
+    /// returns beside the claim's report), the core deciding each candidate.
+    fn claim_through<T>(
+        &self,
+        now_ms: i64,
+        claim: impl FnOnce(
+            &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+            &Raiser<'_>,
+        ) -> Result<(T, ClaimReport), StoreError>,
+    ) -> Result<(T, DueClaim), StoreError> {
         // Runs let through, by connection, to give back those that did not start.
         let mut let_through: HashMap<String, usize> = HashMap::default();
         let mut waiting = 0;
@@ -256,9 +290,7 @@ impl Runtime {
         // Started before the store reads any breaker's row: outcomes recorded
         // while this claim runs still count for it.
         let view = self.breakers.claim();
-        let claimed = self.store.claim_raising(
-            now_ms,
-            limit,
+        let claimed = claim(
             &mut |c| {
                 let decision = self.decide_claim(c, now_ms);
                 let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
@@ -310,7 +342,7 @@ impl Runtime {
             let now_us = now_ms.saturating_mul(1000);
             shared.retain(|_, turn_us| *turn_us > now_us);
         }
-        let started = claimed.as_ref().map(|r| r.run.as_slice()).unwrap_or_default();
+        let started = claimed.as_ref().map(|(_, r)| r.run.as_slice()).unwrap_or_default();
         for c in started {
             if let Some(n) = let_through.get_mut(&c.connection) {
                 *n = n.saturating_sub(1);
@@ -319,7 +351,7 @@ impl Runtime {
         for (connection, n) in let_through {
             self.breakers.not_started(&connection, n);
         }
-        let report = claimed?;
+        let (extra, report) = claimed?;
         for e in &report.ended {
             events::ended_at_claim(now_ms, e.id, &e.subscriber, &e.decision);
         }
@@ -329,7 +361,7 @@ impl Runtime {
         }
         report.run.iter().for_each(|c| self.observer.claimed(c, now_ms));
         report.waiting.iter().for_each(|w| self.observer.waiting(w));
-        Ok(DueClaim { report, waiting })
+        Ok((extra, DueClaim { report, waiting }))
     }
 
     /// The call a claimed delivery makes, or the defect that stops it before it is
@@ -406,26 +438,36 @@ impl Runtime {
     /// how many were still owned by their attempt and written (one whose lease
     /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
-        let records: Vec<Recorded> = done.iter().map(|d| d.recorded.clone()).collect();
-        let raised: Vec<Vec<NewEvent>> = done.iter().map(|d| d.raises.clone()).collect();
+        let (records, raised) = outcome_rows(done);
         let written = self.store.record_raising(&records, &raised, &Raiser { program: &self.program });
-        // Recorded or not (a delivery not written comes back at its lease's end),
-        // the store's row speaks for these outcomes from now on.
-        for r in &records {
+        self.left_to_the_store(&records);
+        let written = written?;
+        self.outcomes_written(done, &written);
+        Ok(written.len())
+    }
+
+    /// Recorded or not (a delivery not written comes back at its lease's end),
+    /// the store's row speaks for these outcomes from now on.
+    fn left_to_the_store(&self, records: &[Recorded]) {
+        for r in records {
             self.breakers.recorded(&r.connection, r.id);
         }
-        let written = written?;
+    }
+
+    /// Log the outcomes of `done` the store wrote (`written`, their places in
+    /// `done`), and wake the claims for the events they raised.
+    pub fn outcomes_written(&self, done: &[Done], written: &[usize]) {
         if written.iter().filter_map(|&i| done.get(i)).any(|d| !d.raises.is_empty()) {
             // The events it raised have deliveries due now.
             self.observer.work_due();
         }
+        let _lines = events::lines_span().entered();
         for d in written.iter().filter_map(|&i| done.get(i)) {
             let r = &d.recorded;
             let duration_ms = r.ended_at_ms - r.started_at_ms;
             events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
             self.observer.attempt(r, &d.subscriber);
         }
-        Ok(written.len())
     }
 
     /// The tick's work at `now_ms`: sweep the breakers (alerts, probes woken,
@@ -541,4 +583,9 @@ impl Runtime {
         }
         Ok(report)
     }
+}
+
+/// The store's rows of finished attempts: each outcome, and the events it raised.
+fn outcome_rows(done: &[Done]) -> (Vec<Recorded>, Vec<Vec<NewEvent>>) {
+    (done.iter().map(|d| d.recorded.clone()).collect(), done.iter().map(|d| d.raises.clone()).collect())
 }

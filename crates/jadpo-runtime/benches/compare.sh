@@ -112,6 +112,8 @@ instructions() {
   }
   n=$(collected "$dir/emit.vg")
   record "callgrind emit instructions ($CALLGRIND_EVENTS events)" "$side" "$n"
+  # Made before the run starts, so that the first look at it finds it.
+  : > "$dir/run.log"
   "${vg[@]}" --log-file="$dir/run.vg" "${BIN[$side]}" run "$dir/p.jadpo" --db "$dir/outbox.db" \
     --fake c=ok --log-format json 2> "$dir/run.log" &
   CG_PID=$!

@@ -2,11 +2,16 @@
 //!
 //! Claim loops take due deliveries in batches (one transaction per batch), taking
 //! turns (one claim at a time per process), start each attempt as its own task
-//! under the subscriber's `timeout:`, and hand its outcome to one committer that
-//! records every outcome waiting in one batch (one transaction per batch, each
-//! outcome with its attempt row). A loop takes its in-flight permits before it
-//! claims, so every delivery it claims starts at once and its run's time limit
-//! (counted from the claim) is all its own. The tick, once a second, sweeps
+//! under the subscriber's `timeout:`, and leave its outcome to be written with
+//! every outcome waiting in one batch (one transaction per batch, each outcome
+//! with its attempt row). On a store whose writes all take one lock (SQLite) the
+//! next claim writes them in its own transaction, which then commits and syncs
+//! once for both, and takes every free permit; a committer writes what no claim
+//! took within [`LEFT_TO_CLAIMS`]. On PostgreSQL, whose writers work at once, the
+//! committer writes every outcome beside the claims. A loop takes its in-flight
+//! permits before it claims, so every delivery it claims starts at once and its
+//! run's time limit (counted from the claim) is all its own. An outcome is logged
+//! once its transaction has committed. The tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
 //! leases are taken back by the claims themselves (a claim reads ended leases
 //! before due deliveries). One more loop expands events written in SQL (their
@@ -37,7 +42,9 @@ use futures_util::FutureExt;
 use jadpo_check::program::FailureKind;
 use jadpo_core::clock::Clock;
 use jadpo_core::codes::RuntimeCode;
-use jadpo_core::config::{RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS};
+use jadpo_core::config::{
+    CLAIM_GATHER, LEFT_TO_CLAIMS, RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS,
+};
 use jadpo_core::drivers::SendMark;
 use jadpo_core::events;
 use jadpo_core::rules::{self, Outcome};
@@ -48,7 +55,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tracing::Instrument;
 
 /// A task of the run panicked, a defect: the run stopped of itself, as on a stop
@@ -240,19 +247,24 @@ impl Live {
         }
 
         let capacity = self.config().batch * self.config().workers.max(1);
-        // Outcomes waiting for the committer: up to twice the attempts in flight, so
-        // attempts ending while a batch is written need not wait for it.
-        let (tx, rx) = mpsc::channel::<Done>(capacity * 2);
-        let committer =
-            tokio::spawn(supervised(halt.clone(), "the committer", committer(self.clone(), rx, halt.clone())));
+        let finished = Arc::new(Finished::default());
+        let turn = Arc::new(Mutex::new(()));
+        let committer = committer(self.clone(), finished.clone(), turn.clone(), halt.clone());
+        let committer = tokio::spawn(supervised(halt.clone(), "the committer", committer));
         let inflight = Arc::new(Semaphore::new(capacity));
         let (hard_tx, hard_rx) = watch::channel(false);
 
         let mut loops = Vec::new();
-        let turn = Arc::new(Mutex::new(()));
         for _ in 0..self.config().workers.max(1) {
-            let work =
-                claim_loop(self.clone(), tx.clone(), inflight.clone(), turn.clone(), halt.clone(), hard_rx.clone());
+            let claims = Claims {
+                finished: finished.clone(),
+                inflight: inflight.clone(),
+                turn: turn.clone(),
+                // One writer: a claim commits (and syncs) once for all it takes,
+                // so it takes every free permit; else a loop's own batch.
+                most: if self.store().one_writer() { capacity } else { self.config().batch },
+            };
+            let work = claim_loop(self.clone(), claims, halt.clone(), hard_rx.clone());
             loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
         }
         let tick = tick_loop(self.clone(), inflight.clone(), halt.clone(), hard_rx.clone());
@@ -281,15 +293,15 @@ impl Live {
         // permits.
         let grace = Duration::from_millis(self.config().stop_grace_ms);
         let all = u32::try_from(capacity).unwrap_or(u32::MAX);
-        let finished = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
-        let abandoned = if finished.is_ok() {
+        let ended = tokio::time::timeout(grace, inflight.acquire_many(all)).await;
+        let abandoned = if ended.is_ok() {
             0
         } else {
             let left = capacity - inflight.available_permits();
             let _ = hard_tx.send(true);
             left as u64
         };
-        drop(tx);
+        finished.close();
         let recorded = committer.await.ok().flatten().unwrap_or(0);
         halt.result(RunSummary { recorded, abandoned })
     }
@@ -420,19 +432,34 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-/// Take up to `limit` in-flight permits: wait for one, then take what else is free
-/// now without waiting (`None` once the stop is asked for: the watch only ever
-/// turns to true).
+/// Take up to `limit` in-flight permits: wait for one, then, if `gather` is
+/// given and fewer than a quarter of `limit` are free, wait up to `gather` for
+/// that quarter (attempts ending give theirs back), then take what else is free
+/// without waiting (`None` once the stop is asked for: the watch only ever turns
+/// to true).
 async fn take_permits(
     inflight: &Arc<Semaphore>,
     limit: usize,
+    gather: Option<Duration>,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<OwnedSemaphorePermit> {
     let mut permits = tokio::select! {
         p = inflight.clone().acquire_owned() => p.ok()?,
         _ = stop.changed() => return None,
     };
-    let more = inflight.available_permits().min(limit.saturating_sub(1));
+    let quarter = limit / 4;
+    if let Some(wait) = gather.filter(|_| inflight.available_permits() + 1 < quarter) {
+        let more = u32::try_from(quarter - 1).unwrap_or(u32::MAX);
+        tokio::select! {
+            p = tokio::time::timeout(wait, inflight.clone().acquire_many_owned(more)) => {
+                if let Ok(Ok(more)) = p {
+                    permits.merge(more);
+                }
+            }
+            _ = stop.changed() => return None,
+        }
+    }
+    let more = inflight.available_permits().min(limit.saturating_sub(permits.num_permits()));
     // The tick may take some first (a schedule's run): then this claim takes fewer.
     if let Ok(extra) = inflight.clone().try_acquire_many_owned(u32::try_from(more).unwrap_or(u32::MAX)) {
         permits.merge(extra);
@@ -466,14 +493,78 @@ fn spawn_under_permit(
     });
 }
 
-async fn claim_loop(
-    rt: Arc<Live>,
-    tx: mpsc::Sender<Done>,
+/// Attempts' outcomes waiting to be written. The committer writes them; on a
+/// store with one writer ([`jadpo_core::store::Store::one_writer`]) a claim
+/// takes those waiting and writes them in its own transaction, so that a busy run
+/// commits (and syncs the store's log) once for both.
+#[derive(Default)]
+struct Finished {
+    waiting: std::sync::Mutex<Waiting>,
+    /// Wakes the committer: an outcome came, or the run ends.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Waiting {
+    done: Vec<Done>,
+    /// When the oldest of `done` came.
+    since: Option<Instant>,
+    closed: bool,
+}
+
+impl Finished {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, done: Done) {
+        let mut w = self.lock();
+        w.done.push(done);
+        w.since.get_or_insert_with(Instant::now);
+        drop(w);
+        self.wake.notify_one();
+    }
+
+    /// Every outcome waiting.
+    fn take(&self) -> Vec<Done> {
+        let mut w = self.lock();
+        w.since = None;
+        std::mem::take(&mut w.done)
+    }
+
+    /// Outcomes a failed write took, back in front of those that came since,
+    /// less those whose leases have ended by `now_ms`: another claim may have
+    /// taken such a delivery back and counted the attempt.
+    fn put_back(&self, mut kept: Vec<Done>, now_ms: i64) {
+        kept.retain(|d| d.lease_until_ms.is_some_and(|until| until > now_ms));
+        if kept.is_empty() {
+            return;
+        }
+        let mut w = self.lock();
+        kept.append(&mut w.done);
+        w.done = kept;
+        w.since = Some(Instant::now());
+    }
+
+    /// The run ends: the committer writes what is left and returns.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_one();
+    }
+}
+
+/// What a process's claim loops share: the outcomes waiting, the in-flight
+/// permits, and the turn they claim in; and the most deliveries one claim takes.
+struct Claims {
+    finished: Arc<Finished>,
     inflight: Arc<Semaphore>,
     turn: Arc<Mutex<()>>,
-    halt: Halt,
-    hard: watch::Receiver<bool>,
-) {
+    most: usize,
+}
+
+async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Receiver<bool>) {
+    let Claims { finished, inflight, turn, most } = claims;
+    let one_writer = rt.store().one_writer();
     let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
     loop {
@@ -491,22 +582,42 @@ async fn claim_loop(
         };
         // The permits come first: a delivery claimed and then kept waiting for one
         // would spend its run's time limit, counted from the claim, doing nothing.
-        let Some(mut permits) = take_permits(&inflight, rt.config().batch, &mut stop).await else {
+        // With one writer, a claim of a few is a commit for a few: a moment is
+        // given for more permits to come back.
+        let gather = one_writer.then_some(CLAIM_GATHER);
+        let Some(mut permits) = take_permits(&inflight, most, gather, &mut stop).await else {
             return;
         };
         let limit = permits.num_permits();
         let now = rt.clock().now_ms();
+        // With one writer, the outcomes waiting are written in the claim's transaction.
+        let done = if one_writer { finished.take() } else { Vec::new() };
         let r = rt.clone();
-        let report = blocking(&halt, "claim", move || r.claim_due(now, limit)).await;
-        let DueClaim { report, waiting } = match report {
-            Ok(claim) => {
+        let claimed = tokio::task::spawn_blocking(move || {
+            let claimed = r.record_then_claim_due(&done, now, limit);
+            (done, claimed)
+        })
+        .await;
+        let (done, claimed) = match claimed {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                if let Ok(panic) = e.try_into_panic() {
+                    halt.panicked("the store's claim", &*panic);
+                }
+                return;
+            }
+        };
+        let (written, DueClaim { report, waiting }) = match claimed {
+            Ok(claimed) => {
                 backoff.reset();
-                claim
+                claimed
             }
             Err(e) => {
                 drop(permits);
                 drop(my_turn);
-                e.log(now);
+                events::error(now, &e);
+                finished.put_back(done, rt.clock().now_ms());
+                finished.wake.notify_one();
                 tokio::select! {
                     _ = backoff.pause() => {}
                     _ = stop.changed() => {}
@@ -522,18 +633,23 @@ async fn claim_loop(
             let Some(permit) = permits.split(1) else {
                 break;
             };
-            let (rt2, tx2, halt2) = (rt.clone(), tx.clone(), halt.clone());
+            let (rt2, finished2, halt2) = (rt.clone(), finished.clone(), halt.clone());
             // Boxed: the task is moved at its spawn and as it ends, and an
             // attempt's future is large.
             let work = Box::pin(async move {
                 let done = rt2.attempt(c, &halt2).await;
-                let _ = tx2.send(done).await;
+                finished2.push(done);
             });
             spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), (halt.clone(), "an attempt"), work);
         }
         // The permits no claimed delivery needed go back now.
         drop(permits);
         drop(my_turn);
+        if !written.is_empty() {
+            // Logged once the next claim may begin.
+            let r = rt.clone();
+            let _ = tokio::task::spawn_blocking(move || r.outcomes_written(&done, &written)).await;
+        }
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
             // other processes added, an in-process emit, an attempt's end freeing a
@@ -555,36 +671,43 @@ async fn claim_loop(
     }
 }
 
-/// Record the outcomes `rx` brings, every outcome waiting in one batch (a batch
-/// costs the store far less per outcome than one outcome a transaction).
-async fn committer(rt: Arc<Live>, mut rx: mpsc::Receiver<Done>, halt: Halt) -> u64 {
+/// Record the outcomes that come, every outcome waiting in one batch (a batch
+/// costs the store far less per outcome than one outcome a transaction). With
+/// one writer, outcomes are left to the claims while a claim is under way or
+/// waiting its turn, for up to [`LEFT_TO_CLAIMS`]: one that waited longer (the
+/// claims wait for permits that other attempts hold) is written alone.
+async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>, halt: Halt) -> u64 {
+    let one_writer = rt.store().one_writer();
     let mut total = 0u64;
-    let max = rx.max_capacity();
-    // Outcomes not yet written: a batch the store refused is kept and written
-    // again (with what came meanwhile) after a pause.
-    let mut batch: Vec<Done> = Vec::new();
     let mut backoff = Backoff::default();
-    let mut open = true;
     loop {
-        if batch.is_empty() {
-            match rx.recv().await {
-                Some(first) => batch.push(first),
-                None => break,
+        let (since, closed) = {
+            let w = finished.lock();
+            (w.since, w.closed)
+        };
+        let Some(since) = since else {
+            if closed {
+                break;
+            }
+            finished.wake.notified().await;
+            continue;
+        };
+        if one_writer && !closed && turn.try_lock().is_err() {
+            let left = LEFT_TO_CLAIMS.saturating_sub(since.elapsed());
+            if !left.is_zero() {
+                // Not woken by each outcome that comes meanwhile: a claim takes them.
+                tokio::time::sleep(left).await;
+                continue;
             }
         }
-        while open && batch.len() < max {
-            match rx.try_recv() {
-                Ok(d) => batch.push(d),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => open = false,
-            }
+        let batch = finished.take();
+        if batch.is_empty() {
+            continue;
         }
         let r = rt.clone();
-        let now = rt.clock().now_ms();
-        let taken = std::mem::take(&mut batch);
         let written = tokio::task::spawn_blocking(move || {
-            let result = r.record_outcomes(&taken);
-            (taken, result)
+            let result = r.record_outcomes(&batch);
+            (batch, result)
         })
         .await;
         match written {
@@ -593,14 +716,10 @@ async fn committer(rt: Arc<Live>, mut rx: mpsc::Receiver<Done>, halt: Halt) -> u
                 backoff.reset();
             }
             Ok((kept, Err(e))) => {
-                events::error(now, &e);
-                // An outcome whose lease has ended is the lease's now: another
-                // claim may have taken the delivery back and counted the attempt.
                 let now = rt.clock().now_ms();
-                batch = kept.into_iter().filter(|d| d.lease_until_ms.is_some_and(|until| until > now)).collect();
-                if !batch.is_empty() {
-                    backoff.pause().await;
-                }
+                events::error(now, &e);
+                finished.put_back(kept, now);
+                backoff.pause().await;
             }
             // The deliveries stay `running` and come back when their leases end.
             Err(e) => {
@@ -608,9 +727,6 @@ async fn committer(rt: Arc<Live>, mut rx: mpsc::Receiver<Done>, halt: Halt) -> u
                     halt.panicked("the store's record of outcomes", &*panic);
                 }
             }
-        }
-        if !open && batch.is_empty() {
-            break;
         }
     }
     total

@@ -329,17 +329,30 @@ pub(super) fn claim(
     raise: &dyn Raise,
 ) -> Result<ClaimReport, Error> {
     let tx = Tx::immediate(conn)?;
+    let report = claim_in(&tx, now_ms, limit, decide, raise)?;
+    tx.commit()?;
+    Ok(report)
+}
+
+/// A claim's reads and writes, in the transaction `tx` (a write transaction).
+pub(super) fn claim_in(
+    tx: &Tx<'_>,
+    now_ms: i64,
+    limit: usize,
+    decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+    raise: &dyn Raise,
+) -> Result<ClaimReport, Error> {
     // Ended leases first (rare), then due pending deliveries in due order; two
     // queries so each walks the (state, due_at) index in order under its LIMIT.
-    let mut rows = read_claim_rows(&tx, DeliveryState::Running, now_ms, limit)?;
+    let mut rows = read_claim_rows(tx, DeliveryState::Running, now_ms, limit)?;
     let left = limit.saturating_sub(rows.len());
     if left > 0 {
-        rows.extend(read_claim_rows(&tx, DeliveryState::Pending, now_ms, left)?);
+        rows.extend(read_claim_rows(tx, DeliveryState::Pending, now_ms, left)?);
     }
-    let plan = claim::plan(&mut rows, &mut Breakers { tx: &tx, now_ms }, now_ms, decide)?;
+    let plan = claim::plan(&mut rows, &mut Breakers { tx, now_ms }, now_ms, decide)?;
     let mut written = Vec::with_capacity(plan.changes.len());
     {
-        let mut writes = Writes::new(&tx);
+        let mut writes = Writes::new(tx);
         for (i, change) in plan.changes.iter().enumerate() {
             let row = &rows[change.row];
             if apply(&mut writes, row.seen(), &row.candidate.connection, &change.write, now_ms)? {
@@ -348,11 +361,9 @@ pub(super) fn claim(
         }
     }
     let settled = claim::settle(&rows, &plan, &written, now_ms);
-    insert_lost_attempts(&tx, &settled.lost, now_ms)?;
+    insert_lost_attempts(tx, &settled.lost, now_ms)?;
     for ended in &settled.given_up {
-        given_up(&tx, raise, ended, now_ms)?;
+        given_up(tx, raise, ended, now_ms)?;
     }
-    let report = settled.report;
-    tx.commit()?;
-    Ok(report)
+    Ok(settled.report)
 }

@@ -33,7 +33,7 @@ use jadpo_core::rules::Failure;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use jadpo_core::store::{
-    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport,
+    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimAt, ClaimCandidate, ClaimReport,
     ClaimVerdict, ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport,
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
@@ -668,6 +668,29 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         self.write(|conn| outcomes::record(conn, outcomes, raised, raise))
+    }
+
+    fn record_then_claim_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        claim: ClaimAt,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<(Vec<usize>, ClaimReport), StoreError> {
+        self.write(|conn| {
+            let tx = Tx::immediate(conn)?;
+            // The outcomes first: a claim then reads their breakers' counts, and
+            // the keys their deliveries held free.
+            let written = outcomes::record_in(&tx, outcomes, raised, raise)?;
+            let report = claims::claim_in(&tx, claim.now_ms, claim.limit, decide, raise)?;
+            tx.commit()?;
+            Ok((written, report))
+        })
+    }
+
+    fn one_writer(&self) -> bool {
+        true
     }
 
     fn sweep_breakers_raising(

@@ -148,6 +148,18 @@ pub(super) fn record(
     raise: &dyn Raise,
 ) -> Result<Vec<usize>, Error> {
     let tx = Tx::immediate(conn)?;
+    let written = record_in(&tx, outcomes, raised, raise)?;
+    tx.commit()?;
+    Ok(written)
+}
+
+/// [`record`]'s writes, in the transaction `tx` (a write transaction).
+pub(super) fn record_in(
+    tx: &Tx<'_>,
+    outcomes: &[Recorded],
+    raised: &[Vec<NewEvent>],
+    raise: &dyn Raise,
+) -> Result<Vec<usize>, Error> {
     let mut written = Vec::with_capacity(outcomes.len());
     {
         // Looked up once for the batch, not once an outcome.
@@ -162,7 +174,7 @@ pub(super) fn record(
     }
     for &i in &written {
         if let Some(events) = raised.get(i).filter(|e| !e.is_empty()) {
-            insert_events(&tx, events, outcomes[i].ended_at_ms)?;
+            insert_events(tx, events, outcomes[i].ended_at_ms)?;
         }
     }
     let failures: Vec<Option<Failure>> = written.iter().map(|&i| outcomes[i].outcome.failure()).collect();
@@ -181,27 +193,26 @@ pub(super) fn record(
             }
         })
         .collect();
-    insert_attempts(&tx, &attempts)?;
+    insert_attempts(tx, &attempts)?;
     // Count each written outcome for its connection's breaker, in order.
     let mut breakers: FxHashMap<&str, Option<BreakerRow>> = FxHashMap::default();
     for r in written.iter().map(|&i| &outcomes[i]) {
         let current = match breakers.get(r.connection.as_str()) {
             Some(row) => row.clone(),
-            None => read_breaker(&tx, &r.connection)?,
+            None => read_breaker(tx, &r.connection)?,
         };
         let old = current.clone().unwrap_or_default();
         let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
-        if next != old && write_breaker(&tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+        if next != old && write_breaker(tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
             if what == AfterAttempt::Closed {
-                release_held(&tx, &r.connection, None, r.ended_at_ms)?;
-                recovered(&tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+                release_held(tx, &r.connection, None, r.ended_at_ms)?;
+                recovered(tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
             }
             breakers.insert(&r.connection, Some(next));
         } else {
             breakers.insert(&r.connection, current);
         }
     }
-    tx.commit()?;
     Ok(written)
 }
 

@@ -4,7 +4,10 @@
 //!
 //! stdout stays free for a command's own output. A line is written whole under one
 //! lock, so lines from several workers never interleave; a failed write is dropped
-//! (logs never stop a run).
+//! (logs never stop a run). The lines of a batch of outcomes (logged inside
+//! [`events::LINES_SPAN`]) are kept on their thread and written together when
+//! the span is left: one write for the batch, not one a line. Other spans are of
+//! no interest here, and cost nothing.
 
 use jadpo_core::events::{self, TARGET};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -12,10 +15,12 @@ use serde_json::Value;
 use std::io::Write;
 use std::sync::Mutex;
 use tracing::field::{Field, Visit};
+use tracing::span::Id;
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::Registry;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -48,11 +53,18 @@ impl<W: Write> RunLog<W> {
     }
 }
 
+/// The runtime's events, and its span of batched lines.
 fn ours(metadata: &Metadata<'_>) -> bool {
-    metadata.target() == TARGET
+    metadata.target() == TARGET && (metadata.is_event() || metadata.name() == events::LINES_SPAN)
 }
 
-impl<S: Subscriber, W: Write + Send + 'static> Layer<S> for RunLog<W> {
+thread_local! {
+    /// The lines kept while this thread is inside [`events::LINES_SPAN`]: how
+    /// deep, and the lines.
+    static KEPT: std::cell::RefCell<(usize, String)> = const { std::cell::RefCell::new((0, String::new())) };
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>, W: Write + Send + 'static> Layer<S> for RunLog<W> {
     fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
         if ours(metadata) { Interest::always() } else { Interest::never() }
     }
@@ -77,8 +89,48 @@ impl<S: Subscriber, W: Write + Send + 'static> Layer<S> for RunLog<W> {
             LogFormat::Text => text(&line),
         };
         buf.push('\n');
+        let kept = KEPT.with_borrow_mut(|(depth, kept)| {
+            let keep = *depth > 0;
+            if keep {
+                kept.push_str(&buf);
+            }
+            keep
+        });
+        if !kept {
+            self.write(&buf);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if is_lines_span(id, &ctx) {
+            KEPT.with_borrow_mut(|(depth, _)| *depth += 1);
+        }
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        if !is_lines_span(id, &ctx) {
+            return;
+        }
+        let lines = KEPT.with_borrow_mut(|(depth, kept)| {
+            *depth = depth.saturating_sub(1);
+            if *depth == 0 { std::mem::take(kept) } else { String::new() }
+        });
+        if !lines.is_empty() {
+            self.write(&lines);
+        }
+    }
+}
+
+/// Whether the span `id` is [`events::LINES_SPAN`].
+fn is_lines_span<S: Subscriber + for<'a> LookupSpan<'a>>(id: &Id, ctx: &Context<'_, S>) -> bool {
+    ctx.metadata(id).is_some_and(|m| m.name() == events::LINES_SPAN)
+}
+
+impl<W: Write> RunLog<W> {
+    /// Write `lines` whole, under the lock.
+    fn write(&self, lines: &str) {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = out.write_all(buf.as_bytes());
+        let _ = out.write_all(lines.as_bytes());
         let _ = out.flush();
     }
 }
@@ -278,6 +330,46 @@ mod tests {
                 r#"{"event":"runtime.error","at":"2023-11-14T22:13:20Z","message":"the store is locked"}"#,
                 r#"{"event":"runtime.internal_fault","at":"2023-11-14T22:13:20Z","task":"a claim loop","message":"boom"}"#,
             ]
+        );
+    }
+
+    #[test]
+    fn the_lines_of_a_batch_are_written_once_it_ends_in_the_order_logged() {
+        #[derive(Clone, Default)]
+        struct Writes(Arc<Mutex<Vec<String>>>);
+        impl Write for Writes {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap_or_else(|e| e.into_inner()).push(String::from_utf8_lossy(buf).into_owned());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let out = Writes::default();
+        let subscriber = Registry::default().with(RunLog::new(LogFormat::Text, out.clone()));
+        let writes = || out.0.lock().unwrap_or_else(|e| e.into_inner()).len();
+        tracing::subscriber::with_default(subscriber, || {
+            events::error(T0, &"before");
+            assert_eq!(writes(), 1);
+            {
+                let _lines = events::lines_span().entered();
+                events::attempt(T0, 7, "send_receipt", 1, &Outcome::ok(), &Decision::Succeeded, 12);
+                events::attempt(T0, 8, "send_receipt", 1, &Outcome::ok(), &Decision::Succeeded, 3);
+                // Kept until the batch ends.
+                assert_eq!(writes(), 1);
+            }
+            assert_eq!(writes(), 2);
+            // A span of another name keeps nothing.
+            let _other = events::attempt_span(9, "send_receipt", 1).entered();
+            events::error(T0, &"after");
+            assert_eq!(writes(), 3);
+        });
+        let writes = out.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(
+            writes[1],
+            "2023-11-14T22:13:20Z delivery 7 send_receipt attempt 1: succeeded -> succeeded\n\
+             2023-11-14T22:13:20Z delivery 8 send_receipt attempt 1: succeeded -> succeeded\n"
         );
     }
 

@@ -944,6 +944,33 @@ pub trait Store: Send + Sync {
         raise: &dyn Raise,
     ) -> Result<Vec<usize>, StoreError>;
 
+    /// [`Store::record_raising`], then [`Store::claim_raising`]: in one transaction
+    /// on a store with one writer ([`Store::one_writer`]), which then commits, and
+    /// syncs its log, once for both; otherwise the two in turn (a claim that fails
+    /// after the outcomes were written returns its error, and the outcomes, written
+    /// again, find their deliveries no longer `running` under their attempt and
+    /// are not written twice).
+    fn record_then_claim_raising(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        claim: ClaimAt,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<(Vec<usize>, ClaimReport), StoreError> {
+        let written = self.record_raising(outcomes, raised, raise)?;
+        let report = self.claim_raising(claim.now_ms, claim.limit, decide, raise)?;
+        Ok((written, report))
+    }
+
+    /// Whether the store's writes all take one lock in turn (SQLite's one writer),
+    /// so that a run gains by writing its outcomes with its next claim rather than
+    /// beside it ([`Store::record_then_claim_raising`]). A store whose writers work
+    /// at once (PostgreSQL) writes outcomes and claims apart.
+    fn one_writer(&self) -> bool {
+        false
+    }
+
     /// As [`Store::sweep_breakers`]; an alert this sweep raises stores
     /// `raise.connection_unavailable`'s events.
     fn sweep_breakers_raising(
@@ -959,6 +986,15 @@ pub trait Store: Send + Sync {
     /// ([`RATE_MINUTE_MS`], aligned to the epoch) and outcome, oldest minute
     /// first; minutes with no attempt are left out.
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError>;
+}
+
+/// When a claim runs and how many deliveries it may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimAt {
+    /// The claim's time.
+    pub now_ms: i64,
+    /// The most deliveries it takes to run.
+    pub limit: usize,
 }
 
 /// What [`Store::listen`] calls when an event was stored.

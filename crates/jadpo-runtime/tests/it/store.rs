@@ -7,9 +7,11 @@ use crate::common;
 use common::fixture::{self, Fixture, SqliteFile};
 use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
 use jadpo_check::program::{Budget, DeliveryState, FailureKind};
+use jadpo_core::rules::breaker;
 use jadpo_core::rules::{self, ClaimDecision, Decision, Outcome};
 use jadpo_core::store::{
-    DeliveryFilter, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, SkipResult, Store, StoreError,
+    ClaimAt, DeliveryFilter, NewEvent, NoRaise, OpenOptions, Recorded, RetryResult, ScheduleSpec, SkipResult, Store,
+    StoreError,
 };
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
@@ -658,8 +660,71 @@ fn a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing(f:
     }
 }
 
+/// The claim a test makes with [`Store::record_then_claim_raising`].
+fn record_then_claim(store: &dyn Store, outcomes: &[Recorded], now: i64) -> Result<(Vec<usize>, Vec<i64>), StoreError> {
+    let raised = vec![Vec::new(); outcomes.len()];
+    let (written, report) = store.record_then_claim_raising(
+        outcomes,
+        &raised,
+        ClaimAt { now_ms: now, limit: 10 },
+        &mut |c| {
+            let d = rules::decide_at_claim(&c.record, &Budget::default(), now, c.handled, TIMEOUT_MS);
+            breaker::decide_at_claim(d, &c.breaker, c.id, now)
+        },
+        &NoRaise,
+    )?;
+    Ok((written, report.run.iter().map(|c| c.id).collect()))
+}
+
+/// Outcomes written with the next claim: that claim finds what they freed (the
+/// next delivery of a key whose head succeeded), and an outcome written once is
+/// not written again.
+fn outcomes_written_with_a_claim_free_their_key_for_it(f: &dyn Fixture) {
+    use common::keyed_event;
+    let store = f.open();
+    store.emit(&[keyed_event(1, "a"), keyed_event(2, "a")], T0).unwrap();
+    let head = claim(&*store, T0, 10);
+    assert_eq!(head.run.len(), 1, "only the head of the key");
+    let first = head.run[0].id;
+    let done = ok_record(first, 1, T0, T0 + 5);
+    let (written, run) = record_then_claim(&*store, std::slice::from_ref(&done), T0 + 10).unwrap();
+    assert_eq!((written, run), (vec![0], vec![first + 1]), "written, and the key's next claimed");
+    assert_eq!(f.delivery_behind(first), ("succeeded".to_string(), 1));
+    let (written, run) = record_then_claim(&*store, &[done], T0 + 20).unwrap();
+    assert_eq!((written, run), (vec![], vec![]), "the outcome is written once; the next runs");
+    let (_, attempts) = store.delivery(first).unwrap().unwrap();
+    assert_eq!(attempts.len(), 1);
+}
+
+/// On SQLite the outcomes and the claim are one transaction: a claim that fails
+/// (a row it reads is corrupt) leaves the outcomes unwritten, to be written again.
+#[test]
+fn on_sqlite_outcomes_and_the_claim_they_ride_with_commit_or_fail_together() {
+    let f = SqliteFile::new();
+    let store = f.open();
+    assert!(store.one_writer());
+    store.emit(&[event(1), event(2)], T0).unwrap();
+    let first = claim(&*store, T0, 1).run[0].id;
+    f.set_attempts_behind(first + 1, -1);
+    let done = ok_record(first, 1, T0, T0 + 5);
+    let failed = record_then_claim(&*store, std::slice::from_ref(&done), T0 + 10).map(|_| ());
+    assert_eq!(
+        failed.map_err(|e| e.to_string()),
+        Err(format!(
+            "corrupt store row: delivery {} has `-1` in `attempts`, which holds a count from 0 to 4294967295",
+            first + 1
+        ))
+    );
+    assert_eq!(f.delivery_behind(first), ("running".to_string(), 1), "the outcome was not written");
+    assert_eq!(store.delivery(first).unwrap().unwrap().1.len(), 0, "nor its attempt");
+    f.set_attempts_behind(first + 1, 0);
+    let (written, run) = record_then_claim(&*store, &[done], T0 + 20).unwrap();
+    assert_eq!((written, run), (vec![0], vec![first + 1]));
+}
+
 jadpo_test_support::on_every_store!(
     crate::common::fixture;
+    outcomes_written_with_a_claim_free_their_key_for_it,
     a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing,
     emit_claim_and_record_a_success,
     a_retryable_failure_is_pending_again_with_its_failure_kept,
