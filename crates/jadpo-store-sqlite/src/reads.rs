@@ -10,6 +10,7 @@ use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker;
 use jadpo_core::store::{AttemptView, BreakerView, DeliveryView, StatusView};
 use rusqlite::{Connection, Row};
+use std::collections::BTreeMap;
 
 /// The columns of a delivery as listed from a store of schema `version`: one
 /// older than a column (read-only handles only) reads it as missing.
@@ -151,22 +152,31 @@ pub(super) fn status(conn: &mut Connection, now_ms: i64, version: i64) -> Result
     let tx = Tx::deferred(conn)?;
     let mut view = StatusView { states: DeliveryState::ALL.iter().map(|s| (*s, 0)).collect(), ..StatusView::default() };
     {
-        let mut stmt = tx.prepare_cached(
-            "SELECT subscriber, state, count(*) AS n FROM jadpo_deliveries \
-             GROUP BY subscriber, state ORDER BY subscriber, state",
-        )?;
-        let mut rows = stmt.query([])?;
+        // Counted here rather than by `GROUP BY`, whose sort of every row took
+        // three times the scan itself: by subscriber, then by state, each in
+        // the order of its name.
+        let mut counts: BTreeMap<String, BTreeMap<&'static str, (DeliveryState, u64)>> = BTreeMap::new();
+        let mut stmt = tx.prepare_cached("SELECT subscriber, state FROM jadpo_deliveries")?;
+        let mut rows = stmt.raw_query();
         while let Some(r) = rows.next()? {
-            let sub: String = r.get("subscriber")?;
-            let state = state_of(&r.get::<_, String>("state")?)?;
-            let n = u64::try_from(r.get::<_, i64>("n")?).unwrap_or(0);
-            if let Some(slot) = view.states.iter_mut().find(|(s, _)| *s == state) {
-                slot.1 += n;
+            let text = |i: usize| {
+                let v = r.get_ref(i)?;
+                v.as_str().map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, v.data_type(), Box::new(e)))
+            };
+            let (sub, state) = (text(0)?, state_of(text(1)?)?);
+            let of_sub = match counts.get_mut(sub) {
+                Some(of_sub) => of_sub,
+                None => counts.entry(sub.to_owned()).or_default(),
+            };
+            of_sub.entry(state.as_str()).or_insert((state, 0)).1 += 1;
+        }
+        for (sub, of_sub) in counts {
+            for &(state, n) in of_sub.values() {
+                if let Some(slot) = view.states.iter_mut().find(|(s, _)| *s == state) {
+                    slot.1 += n;
+                }
             }
-            match view.subscribers.last_mut() {
-                Some((name, counts)) if *name == sub => counts.push((state, n)),
-                _ => view.subscribers.push((sub, vec![(state, n)])),
-            }
+            view.subscribers.push((sub, of_sub.into_values().collect()));
         }
     }
     let open: i64 =

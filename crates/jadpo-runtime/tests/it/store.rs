@@ -722,8 +722,43 @@ fn on_sqlite_outcomes_and_the_claim_they_ride_with_commit_or_fail_together() {
     assert_eq!((written, run), (vec![0], vec![first + 1]));
 }
 
+/// `status` counts every delivery by state, and by subscriber then state, each
+/// in the order of its name.
+fn status_counts_by_state_and_by_subscriber_in_name_order(f: &dyn Fixture) {
+    use jadpo_core::store::NewDelivery;
+    let store = f.open();
+    let to = |sub: &str| NewDelivery { subscriber: sub.into(), connection: "c".into(), order_key: None };
+    let events: Vec<NewEvent> =
+        (0..3).map(|n| NewEvent { deliveries: vec![to("rec"), to("audit")], ..event(n) }).collect();
+    store.emit(&events, T0).unwrap();
+    let first = claim(&*store, T0, 2);
+    let recs: Vec<_> = first.run.iter().map(|c| (c.id, c.subscriber.clone())).collect();
+    assert_eq!(recs.len(), 2);
+    store.record(&[ok_record(recs[0].0, 1, T0, T0 + 5)]).unwrap();
+    let s = store.status(T0 + 10).unwrap();
+    let count = |state| s.states.iter().find(|(st, _)| *st == state).map(|(_, n)| *n);
+    assert_eq!(
+        (count(DeliveryState::Pending), count(DeliveryState::Running), count(DeliveryState::Succeeded)),
+        (Some(4), Some(1), Some(1))
+    );
+    assert_eq!(count(DeliveryState::Failed), Some(0), "every state is listed");
+    let (succeeded_sub, running_sub) = (recs[0].1.as_str(), recs[1].1.as_str());
+    let of = |sub: &str| -> Vec<(DeliveryState, u64)> {
+        let mut states = vec![(DeliveryState::Pending, 2)];
+        if sub == running_sub {
+            states.push((DeliveryState::Running, 1));
+        }
+        if sub == succeeded_sub {
+            states.push((DeliveryState::Succeeded, 1));
+        }
+        states
+    };
+    assert_eq!(s.subscribers, vec![("audit".to_string(), of("audit")), ("rec".to_string(), of("rec"))]);
+}
+
 jadpo_test_support::on_every_store!(
     crate::common::fixture;
+    status_counts_by_state_and_by_subscriber_in_name_order,
     outcomes_written_with_a_claim_free_their_key_for_it,
     a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing,
     emit_claim_and_record_a_success,
