@@ -17,7 +17,9 @@ use std::process::ExitCode;
 /// then faulted in again). Without transparent huge pages (`no_thp`): each new
 /// thread's first allocation would fault in a 2 MiB page the kernel zeroes whole,
 /// and a process starting its threads and connections spent most of its first
-/// few hundred milliseconds doing that.
+/// few hundred milliseconds doing that. The `system-allocator` feature leaves it
+/// out, for heap profilers that watch the system's `malloc`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
