@@ -3,7 +3,7 @@
 
 use super::{BUILTIN_FILE, Cx};
 use crate::diagnostic::Diagnostic;
-use crate::index::{Def, SymbolKind};
+use crate::index::{Def, DefId, SymbolKind};
 use crate::program::Type;
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
@@ -103,8 +103,10 @@ impl<'a> Cx<'_, 'a> {
             ty,
             primary,
         };
-        let id = self.index.define(def);
-        self.member_defs[owner].push(id);
+        let id = self.index.define(def).0;
+        // An owner's members are defined one after another.
+        let members = &mut self.member_defs[owner];
+        *members = if members.0 == members.1 { (id, id + 1) } else { (members.0, id + 1) };
     }
 
     /// Records a use of a field of event `event` (`None` when the event is unknown).
@@ -113,7 +115,8 @@ impl<'a> Cx<'_, 'a> {
             return;
         }
         let target = event.and_then(|e| {
-            self.member_defs[e].iter().copied().find(|&id| {
+            let (from, to) = self.member_defs[e];
+            (from..to).map(DefId).find(|&id| {
                 let d = self.index.def(id);
                 d.primary && *d.name == *name
             })
