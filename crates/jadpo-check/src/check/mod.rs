@@ -26,7 +26,6 @@ use crate::registry::{Code, Severity};
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Span};
 use jadpo_syntax::{Parsed, SyntaxErrorKind, parse};
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// The outcome of checking a program.
@@ -116,12 +115,11 @@ fn run(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower, mut previous:
     }
     // jadpo's own events are declarations of no file, after the program's.
     let builtins = crate::builtin::decls();
-    let decls: Vec<(usize, &Decl)> = parsed
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d)))
-        .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
-        .collect();
+    // Made at its size: collected from the files' lists it would grow by doubling.
+    let mut decls: Vec<(usize, &Decl)> =
+        Vec::with_capacity(parsed.iter().map(|p| p.file.decls.len()).sum::<usize>() + builtins.len());
+    decls.extend(parsed.iter().enumerate().flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d))));
+    decls.extend(builtins.iter().map(|d| (BUILTIN_FILE, d)));
     let mut cx = Cx::new(&decls, files, broken, lower, previous.as_mut().map(again::Last::room));
     if lower == Lower::No {
         cx.keep_findings(previous.filter(|_| !broken));
@@ -231,7 +229,7 @@ struct Cx<'d, 'a> {
     /// Declarations of one kind share a namespace: (kind, name) to the index of the
     /// first declaration of that name in `decls`.
     /// Shared, read-only, with the second pass's other thread.
-    names: Arc<FxHashMap<(DeclKind, &'a str), usize>>,
+    names: Arc<names::NameTable>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
     types: Arc<Vec<Option<Fields<'a>>>>,
@@ -300,7 +298,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             files,
             broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
             diags: Vec::new(),
-            names: Arc::new(FxHashMap::with_capacity_and_hasher(n, Default::default())),
+            names: Arc::new(names::NameTable::with_capacity(n)),
             used: vec![false; n],
             types: Arc::new(vec![None; n]),
             // Only a program that will be lowered needs what each declaration resolved to.
