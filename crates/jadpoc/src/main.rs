@@ -40,7 +40,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// From now on, memory freed is given back to the system at once rather than
 /// after mimalloc's delay (a second). For a short process whose peak comes after
 /// it has freed much (`jadpoc check`, after the parse's stacks and lists): that
-/// memory would otherwise still count in its peak.
+/// memory would otherwise still count in its peak. So for the language server,
+/// whose checks come faster than the delay while a user types.
 pub(crate) fn purge_freed_memory_at_once() {
     // SAFETY: `mi_option_set` takes no pointer and only sets one of mimalloc's
     // options, which it reads atomically; it may be called at any time.
