@@ -116,14 +116,27 @@ fn touches(span: Span, offset: u32) -> bool {
 }
 
 impl SymbolIndex {
-    /// An empty index with room for `defs` definitions.
-    pub(crate) fn with_defs(defs: usize) -> SymbolIndex {
-        // At most as many names as definitions; references name what is defined,
-        // but for the few unknown names.
+    /// An empty index with room for `defs` definitions and `names` names.
+    pub(crate) fn with_room(defs: usize, names: usize) -> SymbolIndex {
+        SymbolIndex::default().emptied(defs, names)
+    }
+
+    /// This index emptied, keeping the room of its lists, with room for `defs`
+    /// definitions and `names` names: a check after an edit fills the room of the
+    /// last one's, rather than freeing it and taking as much again.
+    pub(crate) fn emptied(self, defs: usize, names: usize) -> SymbolIndex {
+        let SymbolIndex { defs: mut list, refs: _, defs_by_place: mut by_place, names: _ } = self;
+        list.clear();
+        // The room the last check's list had when it was made, as it was shrunk to
+        // its length at the end: the allocator grows a block back within its own
+        // size without moving it.
+        list.reserve_exact(defs);
+        by_place.clear();
         SymbolIndex {
-            defs: Vec::with_capacity(defs),
-            names: FxHashSet::with_capacity_and_hasher(defs, Default::default()),
-            ..SymbolIndex::default()
+            defs: list,
+            refs: Vec::new(),
+            defs_by_place: by_place,
+            names: FxHashSet::with_capacity_and_hasher(names, Default::default()),
         }
     }
 
@@ -163,18 +176,29 @@ impl SymbolIndex {
     }
 
     /// Sorts what place lookups search; the checker calls this once at the end.
-    pub(crate) fn finish(&mut self) {
+    /// Returns how many names were interned.
+    pub(crate) fn finish(&mut self) -> usize {
+        let names = self.names.len();
         self.names = FxHashSet::default();
         // Kept as long as its analysis is (the language server holds one per program).
         self.refs.shrink_to_fit();
         self.defs.shrink_to_fit();
         // No two references share a place, so an unstable sort orders them fully.
         self.refs.sort_unstable_by_key(|r| (r.file, r.span.start, r.span.end));
-        // Sorting the keys beside the ids keeps the sort from chasing each id.
-        let mut order: Vec<(usize, u32, u32)> =
-            self.defs.iter().enumerate().map(|(i, d)| (d.file, d.name_span.start, i as u32)).collect();
-        order.sort_unstable();
-        self.defs_by_place = order.into_iter().map(|(_, _, i)| DefId(i)).collect();
+        // Definitions come in two runs already in order of place (the declarations,
+        // then each event's fields and each action's parameters), which a stable
+        // sort merges in one pass, in the room of the last check's list. Ties
+        // (none in a program) keep the checker's order.
+        let defs = &self.defs;
+        let by_place = &mut self.defs_by_place;
+        by_place.clear();
+        by_place.reserve_exact(defs.len());
+        by_place.extend((0..defs.len() as u32).map(DefId));
+        by_place.sort_by_key(|id| {
+            let d = &defs[id.0 as usize];
+            (d.file, d.name_span.start)
+        });
+        names
     }
 
     /// Every definition, in the checker's order (declarations in file order, then

@@ -28,9 +28,29 @@ pub struct LineIndex {
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
-        let mut starts = vec![0];
-        starts.extend(text.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(i, _)| i as u32 + 1));
+        // Counted first, so the list is made once at its size rather than grown by
+        // doubling (a large file has hundreds of thousands of lines).
+        let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        let mut starts = Vec::with_capacity(lines + 1);
+        starts.push(0);
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i as u32 + 1));
         LineIndex { starts, len: text.len() as u32 }
+    }
+
+    /// Moves the index to `new`, the text it was made from with the bytes from
+    /// `prefix` to `old_end` replaced by those from `prefix` to `new_end`: the
+    /// lines before the edit are kept, those after it moved, and only the edited
+    /// stretch is searched for line breaks.
+    pub fn edit(&mut self, new: &str, prefix: usize, old_end: usize, new_end: usize) {
+        // A line starting at or before `prefix` follows a line break before the edit;
+        // one starting after `old_end`, a line break after it.
+        let keep = self.starts.partition_point(|&s| s as usize <= prefix);
+        let after = self.starts.partition_point(|&s| s as usize <= old_end);
+        let delta = new_end as i64 - old_end as i64;
+        self.starts[after..].iter_mut().for_each(|s| *s = (*s as i64 + delta) as u32);
+        let stretch = new.as_bytes().get(prefix..new_end).unwrap_or_default();
+        self.starts.splice(keep..after, memchr::memchr_iter(b'\n', stretch).map(|i| (prefix + i) as u32 + 1));
+        self.len = new.len() as u32;
     }
 
     /// The line and column of a byte offset; an offset inside a character counts as
@@ -55,25 +75,47 @@ impl LineIndex {
     pub fn offset(&self, text: &str, at: LineCol, enc: Encoding) -> u32 {
         let Some(&start) = self.starts.get(at.line as usize) else { return self.len };
         let end = self.starts.get(at.line as usize + 1).map_or(self.len, |&next| next - 1);
-        let line = text.get(start as usize..end as usize).unwrap_or("");
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        let mut units = 0u32;
-        for (i, c) in line.char_indices() {
-            if units >= at.col {
-                return start + i as u32;
-            }
-            units += match enc {
-                Encoding::Utf8 => c.len_utf8() as u32,
-                Encoding::Utf16 => c.len_utf16() as u32,
-            };
-        }
-        start + line.len() as u32
+        column_offset(text, start as usize, end as usize, at.col, enc) as u32
+    }
+
+    /// [`LineIndex::offset`] without an index: the text is searched for the line's
+    /// start, for a single position (an edit's) where making the index would cost
+    /// more than that search, and a list the size of the text's lines.
+    pub fn offset_in(text: &str, at: LineCol, enc: Encoding) -> u32 {
+        let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+        let start = match at.line {
+            0 => 0,
+            line => match breaks.nth(line as usize - 1) {
+                Some(i) => i + 1,
+                None => return text.len() as u32,
+            },
+        };
+        let end = breaks.next().unwrap_or(text.len());
+        column_offset(text, start, end, at.col, enc) as u32
     }
 
     /// The number of lines (a text ending in a newline has an empty last line).
     pub fn lines(&self) -> u32 {
         self.starts.len() as u32
     }
+}
+
+/// The offset of column `col` of the line from `start` to `end` (its line break),
+/// clamped to the line's end.
+fn column_offset(text: &str, start: usize, end: usize, col: u32, enc: Encoding) -> usize {
+    let line = text.get(start..end).unwrap_or("");
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut units = 0u32;
+    for (i, c) in line.char_indices() {
+        if units >= col {
+            return start + i;
+        }
+        units += match enc {
+            Encoding::Utf8 => c.len_utf8() as u32,
+            Encoding::Utf16 => c.len_utf16() as u32,
+        };
+    }
+    start + line.len()
 }
 
 #[cfg(test)]
@@ -102,5 +144,47 @@ mod tests {
         // An offset inside a character is the character's start.
         let text = "é";
         assert_eq!(LineIndex::new(text).line_col(text, 1, Encoding::Utf16), LineCol { line: 0, col: 0 });
+    }
+
+    #[test]
+    fn an_offset_without_an_index_is_the_indexs() {
+        for text in ["", "ab\r\ncd", "a\n\n\"é😀\" b\nlast", "\n", "x\n"] {
+            let index = LineIndex::new(text);
+            for line in 0..6 {
+                for col in 0..12 {
+                    for enc in [Encoding::Utf8, Encoding::Utf16] {
+                        let at = LineCol { line, col };
+                        assert_eq!(LineIndex::offset_in(text, at, enc), index.offset(text, at, enc), "{text:?} {at:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// An index moved by an edit is the new text's own.
+        #[test]
+        fn an_edited_index_is_the_new_texts(
+            text in "[a\né\r]{0,40}",
+            at in 0.0f64..1.0,
+            len in 0usize..8,
+            insert in "[b\n\r]{0,6}",
+        ) {
+            let mut start = (text.len() as f64 * at) as usize;
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + len).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let mut new = text.clone();
+            new.replace_range(start..end, &insert);
+            let mut index = LineIndex::new(&text);
+            index.edit(&new, start, end, start + insert.len());
+            let whole = LineIndex::new(&new);
+            proptest::prop_assert_eq!(&index.starts, &whole.starts);
+            proptest::prop_assert_eq!(index.len, whole.len);
+        }
     }
 }

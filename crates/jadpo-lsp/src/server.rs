@@ -4,10 +4,10 @@
 use crate::analysis::Analysis;
 use crate::handlers;
 use crate::line_index::{Encoding, LineCol, LineIndex};
-use jadpo_check::SourceFile;
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
 use lsp_types::{self as lsp, notification as n};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use url::Url;
@@ -30,6 +30,13 @@ pub struct Options {
     /// take the memory back from the system.
     pub after_check: Box<dyn Fn() + Send>,
 }
+
+/// The smallest program whose whole check is followed at once by
+/// [`Options::after_check`]: below it, what the check frees is little.
+const RELEASE_AFTER_WHOLE_CHECK: usize = jadpo_syntax::PIECE_MIN_LEN;
+
+/// A buffer grows by this fraction of its text when an edit needs more room.
+const DOC_SLACK: usize = 64;
 
 /// An open document: the editor's text, which overrides the file on disk.
 pub(crate) struct Doc {
@@ -275,12 +282,21 @@ impl Server {
                     match change.range {
                         None => doc.text = change.text,
                         Some(range) => {
-                            let index = LineIndex::new(&doc.text);
+                            // Two positions: found by a search of the text, not an index
+                            // of all its lines made for each change.
                             let at = |p: lsp::Position| {
-                                index.offset(&doc.text, LineCol { line: p.line, col: p.character }, enc) as usize
+                                LineIndex::offset_in(&doc.text, LineCol { line: p.line, col: p.character }, enc)
+                                    as usize
                             };
                             let (start, end) = (at(range.start), at(range.end));
                             let (start, end) = (start.min(end), start.max(end));
+                            let grows = change.text.len().saturating_sub(end - start);
+                            if doc.text.len() + grows > doc.text.capacity() {
+                                // Room for this change and some typing after it, rather
+                                // than the doubling `replace_range` would make: a large
+                                // file's buffer would hold twice its text.
+                                doc.text.reserve_exact(grows + doc.text.len() / DOC_SLACK);
+                            }
                             doc.text.replace_range(start..end, &change.text);
                         }
                     }
@@ -462,14 +478,15 @@ impl Server {
                 _ => uri.clone(),
             };
             let text = if let Some(doc) = self.docs.get(&uri) {
-                doc.text.clone()
+                // Borrowed: the analysis copies an open file's text only when it changed.
+                Cow::Borrowed(doc.text.as_str())
             } else {
                 let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) else { continue };
                 if bytes.len() > jadpo_syntax::MAX_SOURCE_LEN {
                     continue;
                 }
                 match String::from_utf8(bytes) {
-                    Ok(text) => text,
+                    Ok(text) => Cow::Owned(text),
                     Err(e) => {
                         let valid = e.utf8_error().valid_up_to();
                         let before = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
@@ -482,10 +499,10 @@ impl Server {
                     }
                 }
             };
-            files.push(SourceFile { name, text });
+            files.push((name, text));
             uris.push(uri);
         }
-        let analysis = Analysis::after(self.programs[i].analysis.take(), files);
+        let analysis = Analysis::after_texts(self.programs[i].analysis.take(), files);
         let mut fresh: HashMap<String, Vec<lsp::Diagnostic>> = uris.iter().map(|u| (u.clone(), Vec::new())).collect();
         for d in analysis.diagnostics() {
             if let Some(uri) = uris.get(d.file) {
@@ -518,6 +535,13 @@ impl Server {
             if !fresh.contains_key(uri) {
                 self.publish(uri, Vec::new());
             }
+        }
+        // A whole check of a large program frees several times its text (the
+        // parse's stacks and lists, on every core), in pieces the checks after an
+        // edit do not take again: given back to the system now, rather than held
+        // beside everything the next edits make until the editor is idle.
+        if analysis.checked_whole() && analysis.text_len() >= RELEASE_AFTER_WHOLE_CHECK {
+            (self.after_check)();
         }
         let program = &mut self.programs[i];
         program.published = fresh;

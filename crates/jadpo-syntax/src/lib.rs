@@ -10,7 +10,7 @@ pub mod lexer;
 mod pieces;
 mod reparse;
 
-pub use reparse::{KeptParse, Reparsed};
+pub use reparse::{Change, KeptParse, Reparsed};
 
 use ast::Span;
 use lalrpop_util::ParseError;

@@ -36,6 +36,26 @@ pub enum Reparsed {
     Whole,
 }
 
+/// Where two versions of a text differ: the old one's bytes from `prefix` to
+/// `old_end` were replaced by the new one's from `prefix` to `new_end`, the bytes
+/// before and after in common (as many as there are at each end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    pub prefix: usize,
+    pub old_end: usize,
+    pub new_end: usize,
+    pub old_len: usize,
+}
+
+impl Change {
+    pub fn between(old: &str, new: &str) -> Change {
+        let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
+        let prefix = common_prefix(old_bytes, new_bytes);
+        let suffix = common_suffix(&old_bytes[prefix..], &new_bytes[prefix..]);
+        Change { prefix, old_end: old.len() - suffix, new_end: new.len() - suffix, old_len: old.len() }
+    }
+}
+
 impl KeptParse {
     /// Parses the whole of `text`.
     pub fn new(text: &str) -> KeptParse {
@@ -50,9 +70,18 @@ impl KeptParse {
 
     /// Moves the tree from `old`, the text it was made from, to `new`.
     pub fn update(&mut self, old: &str, new: &str) -> Reparsed {
-        match self.declarations(old, new) {
+        self.update_by(Change::between(old, new), new)
+    }
+
+    /// Moves the tree to `new`, which `change` made of the text the tree was made
+    /// from ([`Change::between`] the two).
+    pub fn update_by(&mut self, change: Change, new: &str) -> Reparsed {
+        match self.declarations(change, new) {
             Some(r) => r,
             None => {
+                // The old tree goes first: a large file's two trees at once would
+                // double what the server holds while it parses.
+                *self = KeptParse::new("");
                 *self = KeptParse::new(new);
                 Reparsed::Whole
             }
@@ -61,15 +90,11 @@ impl KeptParse {
 
     /// The edit made by the declarations it touched, or `None` when the whole text
     /// must be read again.
-    fn declarations(&mut self, old: &str, new: &str) -> Option<Reparsed> {
+    fn declarations(&mut self, change: Change, new: &str) -> Option<Reparsed> {
         if !self.parsed.errors.is_empty() {
             return None;
         }
-        let (old_bytes, new_bytes) = (old.as_bytes(), new.as_bytes());
-        let prefix = common_prefix(old_bytes, new_bytes);
-        let suffix = common_suffix(&old_bytes[prefix..], &new_bytes[prefix..]);
-        // The edit replaced old[prefix..old_end] by new[prefix..new_end].
-        let old_end = old.len() - suffix;
+        let Change { prefix, old_end, old_len, .. } = change;
         let decls = &self.parsed.file.decls;
         // From the last declaration that starts at or before the edit (or the text's
         // start) to the first that starts after it (or the text's end).
@@ -78,8 +103,8 @@ impl KeptParse {
             None => (0, 0),
         };
         let after = decls.partition_point(|d| (d.span.start as usize) <= old_end);
-        let old_stop = decls.get(after).map_or(old.len(), |d| d.span.start as usize);
-        let new_stop = old_stop + new.len() - old.len();
+        let old_stop = decls.get(after).map_or(old_len, |d| d.span.start as usize);
+        let new_stop = old_stop + new.len() - old_len;
         // Too much read again already: the whole text, once, frees the stretches.
         if self.stretches + (new_stop - start) > self.texts[0].len().max(1 << 16) {
             return None;
@@ -95,7 +120,7 @@ impl KeptParse {
         let by = start as i64;
         fresh.iter_mut().for_each(|d| shift_decl(d, by));
         comments.iter_mut().for_each(|c| c.span = moved(c.span, by));
-        let delta = new.len() as i64 - old.len() as i64;
+        let delta = new.len() as i64 - old_len as i64;
         let parsed = &mut self.parsed;
         let count = fresh.len();
         parsed.file.decls[after..].iter_mut().for_each(|d| shift_decl(d, delta));

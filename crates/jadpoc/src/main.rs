@@ -17,7 +17,9 @@ use std::process::ExitCode;
 /// then faulted in again). Without transparent huge pages (`no_thp`): each new
 /// thread's first allocation would fault in a 2 MiB page the kernel zeroes whole,
 /// and a process starting its threads and connections spent most of its first
-/// few hundred milliseconds doing that.
+/// few hundred milliseconds doing that. The `system-allocator` feature leaves it
+/// out, for heap profilers that watch the system's `malloc`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -38,7 +40,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// From now on, memory freed is given back to the system at once rather than
 /// after mimalloc's delay (a second). For a short process whose peak comes after
 /// it has freed much (`jadpoc check`, after the parse's stacks and lists): that
-/// memory would otherwise still count in its peak.
+/// memory would otherwise still count in its peak. So for the language server,
+/// whose checks come faster than the delay while a user types.
 pub(crate) fn purge_freed_memory_at_once() {
     // SAFETY: `mi_option_set` takes no pointer and only sets one of mimalloc's
     // options, which it reads atomically; it may be called at any time.

@@ -26,7 +26,6 @@ use crate::registry::{Code, Severity};
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Body, Decl, DeclKind, Entry, Span};
 use jadpo_syntax::{Parsed, SyntaxErrorKind, parse};
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// The outcome of checking a program.
@@ -99,17 +98,13 @@ pub fn check_parsed(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower) 
 pub fn check_again(files: &[SourceFile], parsed: &[&Parsed<'_>], mut previous: Checked, edit: Replacement) -> Checked {
     let memo = previous.memo.take();
     let refs = previous.index.take_refs();
-    // The last check's diagnostics and index go before this one makes its own.
+    let index = std::mem::take(&mut previous.index);
+    // The last check's diagnostics go before this one makes its own.
     drop(previous);
-    run(files, parsed, Lower::No, memo.map(|m| (m, refs, edit)))
+    run(files, parsed, Lower::No, memo.map(|memo| again::Last { memo, refs, index, edit }))
 }
 
-fn run(
-    files: &[SourceFile],
-    parsed: &[&Parsed<'_>],
-    lower: Lower,
-    previous: Option<(again::Memo, Vec<crate::index::Ref>, Replacement)>,
-) -> Checked {
+fn run(files: &[SourceFile], parsed: &[&Parsed<'_>], lower: Lower, mut previous: Option<again::Last>) -> Checked {
     let mut diags = Vec::new();
     let mut broken = false;
     for (file, p) in parsed.iter().enumerate() {
@@ -120,18 +115,14 @@ fn run(
     }
     // jadpo's own events are declarations of no file, after the program's.
     let builtins = crate::builtin::decls();
-    let decls: Vec<(usize, &Decl)> = parsed
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d)))
-        .chain(builtins.iter().map(|d| (BUILTIN_FILE, d)))
-        .collect();
-    let mut cx = Cx::new(&decls, files, broken, lower);
+    // Made at its size: collected from the files' lists it would grow by doubling.
+    let mut decls: Vec<(usize, &Decl)> =
+        Vec::with_capacity(parsed.iter().map(|p| p.file.decls.len()).sum::<usize>() + builtins.len());
+    decls.extend(parsed.iter().enumerate().flat_map(|(i, p)| p.file.decls.iter().map(move |d| (i, d))));
+    decls.extend(builtins.iter().map(|d| (BUILTIN_FILE, d)));
+    let mut cx = Cx::new(&decls, files, broken, lower, previous.as_mut().map(again::Last::room));
     if lower == Lower::No {
-        cx.keep_findings();
-        if !broken {
-            cx.previous = previous.and_then(|(memo, refs, edit)| again::reusable(&decls, memo, refs, edit));
-        }
+        cx.keep_findings(previous.filter(|_| !broken));
     }
     cx.collect_names();
     cx.check_all();
@@ -164,9 +155,9 @@ fn run(
     };
     diags.sort_by_key(|d| (d.file, d.span.start, d.span.end));
     let mut index = std::mem::take(&mut cx.index);
-    index.finish();
+    let names = index.finish();
     let reused = cx.reused;
-    Checked { diagnostics: diags, program, index, memo: cx.take_memo(), reused }
+    Checked { diagnostics: diags, program, index, memo: cx.take_memo(names), reused }
 }
 
 fn syntax_code(kind: SyntaxErrorKind) -> Code {
@@ -238,7 +229,7 @@ struct Cx<'d, 'a> {
     /// Declarations of one kind share a namespace: (kind, name) to the index of the
     /// first declaration of that name in `decls`.
     /// Shared, read-only, with the second pass's other thread.
-    names: Arc<FxHashMap<(DeclKind, &'a str), usize>>,
+    names: Arc<names::NameTable>,
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
     types: Arc<Vec<Option<Fields<'a>>>>,
@@ -250,8 +241,9 @@ struct Cx<'d, 'a> {
     index: SymbolIndex,
     /// Per declaration: its definition in the index (none for a nameless one).
     decl_def: Vec<Option<DefId>>,
-    /// Per declaration: the definitions of its fields or parameters, in order.
-    member_defs: Vec<Vec<DefId>>,
+    /// Per declaration: the definitions of its fields or parameters, which follow
+    /// one another in the index: from, to.
+    member_defs: Vec<(u32, u32)>,
     /// What this check finds for each subscriber and schedule, kept for the next.
     memo: Option<again::Memo>,
     /// The last check's findings, reused where the edit since did not reach.
@@ -280,15 +272,33 @@ fn defs_upper_bound(decls: &[(usize, &Decl<'_>)]) -> usize {
 type Fields<'a> = Arc<[(&'a str, Option<Type>)]>;
 
 impl<'d, 'a> Cx<'d, 'a> {
-    fn new(decls: &'d [(usize, &'d Decl<'a>)], files: &'a [SourceFile], broken: bool, lower: Lower) -> Self {
+    /// `room`: the last check's index, whose lists this one fills again, and how
+    /// many names it interned.
+    fn new(
+        decls: &'d [(usize, &'d Decl<'a>)],
+        files: &'a [SourceFile],
+        broken: bool,
+        lower: Lower,
+        room: Option<(SymbolIndex, usize)>,
+    ) -> Self {
         let n = decls.len();
         let indexing = lower.indexes();
+        let index = match (indexing, room) {
+            (false, _) => SymbolIndex::default(),
+            (true, Some((last, names))) => last.emptied(defs_upper_bound(decls), names),
+            // At most as many names as definitions; references name what is
+            // defined, but for the few unknown names.
+            (true, None) => {
+                let defs = defs_upper_bound(decls);
+                SymbolIndex::with_room(defs, defs)
+            }
+        };
         Cx {
             decls,
             files,
             broken: broken || decls.iter().any(|(_, d)| matches!(d.body, Body::Broken)),
             diags: Vec::new(),
-            names: Arc::new(FxHashMap::with_capacity_and_hasher(n, Default::default())),
+            names: Arc::new(names::NameTable::with_capacity(n)),
             used: vec![false; n],
             types: Arc::new(vec![None; n]),
             // Only a program that will be lowered needs what each declaration resolved to.
@@ -301,9 +311,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             lower,
             // The index and the two lists only it reads; a check for diagnostics
             // alone keeps none of them.
-            index: if indexing { SymbolIndex::with_defs(defs_upper_bound(decls)) } else { SymbolIndex::default() },
+            index,
             decl_def: if indexing { vec![None; n] } else { Vec::new() },
-            member_defs: if indexing { vec![Vec::new(); n] } else { Vec::new() },
+            member_defs: if indexing { vec![(0, 0); n] } else { Vec::new() },
             memo: None,
             previous: None,
             reused: 0,

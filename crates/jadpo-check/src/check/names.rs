@@ -3,12 +3,65 @@
 
 use super::{BUILTIN_FILE, Cx};
 use crate::diagnostic::Diagnostic;
-use crate::index::{Def, SymbolKind};
+use crate::index::{Def, DefId, SymbolKind};
 use crate::program::Type;
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
-use jadpo_syntax::ast::{Body, DeclKind, Name, Span};
+use jadpo_syntax::ast::{Body, Decl, DeclKind, Name, Span};
+use std::hash::BuildHasher;
 use std::sync::Arc;
+
+/// Declarations of one kind share a namespace: (kind, name) to the first declaration
+/// of that name, by index in the checker's list. The table holds the index alone
+/// and reads the kind and name from the declaration: a large program's table is a
+/// sixth the size of one holding the key beside it, and a check makes it anew.
+#[derive(Clone, Default)]
+pub(super) struct NameTable(hashbrown::HashTable<u32>);
+
+fn key_hash(kind: DeclKind, name: &str) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one((kind, name))
+}
+
+impl NameTable {
+    pub(super) fn with_capacity(n: usize) -> NameTable {
+        NameTable(hashbrown::HashTable::with_capacity(n))
+    }
+
+    /// The declaration of `decls` that `(kind, name)` names.
+    fn get(&self, decls: &[(usize, &Decl<'_>)], kind: DeclKind, name: &str) -> Option<usize> {
+        self.0
+            .find(key_hash(kind, name), |&i| {
+                let d = decls[i as usize].1;
+                d.kind == kind && d.name.text == name
+            })
+            .map(|&i| i as usize)
+    }
+
+    /// Makes `(kind, name)` of declaration `index` of `decls` name it, in place of
+    /// any declaration it named.
+    fn set(&mut self, decls: &[(usize, &Decl<'_>)], index: usize) {
+        let d = decls[index].1;
+        let same = |&i: &u32| {
+            let other = decls[i as usize].1;
+            other.kind == d.kind && other.name.text == d.name.text
+        };
+        match self.0.find_mut(key_hash(d.kind, d.name.text), same) {
+            Some(slot) => *slot = index as u32,
+            None => self.insert(decls, index),
+        }
+    }
+
+    /// Adds declaration `index` of `decls`, whose `(kind, name)` names none yet.
+    fn insert(&mut self, decls: &[(usize, &Decl<'_>)], index: usize) {
+        let d = decls[index].1;
+        let hash = key_hash(d.kind, d.name.text);
+        let rehash = |&i: &u32| {
+            let d = decls[i as usize].1;
+            key_hash(d.kind, d.name.text)
+        };
+        self.0.insert_unique(hash, index as u32, rehash);
+    }
+}
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn collect_names(&mut self) {
@@ -16,9 +69,9 @@ impl<'a> Cx<'_, 'a> {
             if decl.name.text.is_empty() && matches!(decl.body, Body::Broken) {
                 continue;
             }
-            let key = (decl.kind, decl.name.text);
+            let first = self.lookup(decl.kind, decl.name.text);
             if file == BUILTIN_FILE {
-                Arc::make_mut(&mut self.names).insert(key, index);
+                Arc::make_mut(&mut self.names).set(self.decls, index);
                 continue;
             }
             if self.indexing() {
@@ -34,11 +87,11 @@ impl<'a> Cx<'_, 'a> {
                     span: decl.span,
                     parent: None,
                     ty: None,
-                    primary: !self.names.contains_key(&key),
+                    primary: first.is_none(),
                 }));
             }
-            if let Some(first) = self.names.get(&key) {
-                let (ffile, fdecl) = self.decls[*first];
+            if let Some(first) = first {
+                let (ffile, fdecl) = self.decls[first];
                 let what = if decl.kind == DeclKind::Test { "test" } else { decl.kind.keyword() };
                 let d = Diagnostic::new(
                     Code::NameDuplicate,
@@ -50,13 +103,13 @@ impl<'a> Cx<'_, 'a> {
                 .help(format!("rename one of them; {} names are shared by every file of the program", what));
                 self.push(d);
             } else {
-                Arc::make_mut(&mut self.names).insert(key, index);
+                Arc::make_mut(&mut self.names).insert(self.decls, index);
             }
         }
     }
 
     pub(super) fn lookup(&self, kind: DeclKind, name: &str) -> Option<usize> {
-        self.names.get(&(kind, name)).copied()
+        self.names.get(self.decls, kind, name)
     }
 
     pub(super) fn candidates(&self, kind: DeclKind) -> impl Iterator<Item = &'a str> + '_ {
@@ -103,8 +156,10 @@ impl<'a> Cx<'_, 'a> {
             ty,
             primary,
         };
-        let id = self.index.define(def);
-        self.member_defs[owner].push(id);
+        let id = self.index.define(def).0;
+        // An owner's members are defined one after another.
+        let members = &mut self.member_defs[owner];
+        *members = if members.0 == members.1 { (id, id + 1) } else { (members.0, id + 1) };
     }
 
     /// Records a use of a field of event `event` (`None` when the event is unknown).
@@ -113,7 +168,8 @@ impl<'a> Cx<'_, 'a> {
             return;
         }
         let target = event.and_then(|e| {
-            self.member_defs[e].iter().copied().find(|&id| {
+            let (from, to) = self.member_defs[e];
+            (from..to).map(DefId).find(|&id| {
                 let d = self.index.def(id);
                 d.primary && *d.name == *name
             })

@@ -19,7 +19,8 @@ pub use symbols::Symbol;
 use crate::line_index::LineIndex;
 use jadpo_check::{Checked, Diagnostic, Lower, Replacement, SourceFile, check_again, check_parsed};
 use jadpo_syntax::ast::{Decl, Span};
-use jadpo_syntax::{KeptParse, Reparsed};
+use jadpo_syntax::{Change, KeptParse, Reparsed};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// One program: its files, as the editor sees them, their trees, and what the
@@ -31,6 +32,8 @@ pub struct Analysis {
     trees: Vec<KeptParse>,
     lines: Vec<LineIndex>,
     checked: Checked,
+    /// Checked whole rather than again after an edit.
+    whole: bool,
 }
 
 impl Analysis {
@@ -44,39 +47,55 @@ impl Analysis {
     /// [`KeptParse`]), and an unchanged file its line index. The diagnostics are
     /// those of a check of the whole text, as `jadpoc check` gives them.
     pub fn after(before: Option<Analysis>, files: Vec<SourceFile>) -> Analysis {
+        Analysis::after_texts(before, files.into_iter().map(|f| (f.name, Cow::Owned(f.text))).collect())
+    }
+
+    /// [`Analysis::after`] for texts that may be borrowed (an editor's buffers): a
+    /// file's text is copied only when it changed, into the room of its last
+    /// version, so a large file is not held twice while it is checked.
+    pub fn after_texts(before: Option<Analysis>, texts: Vec<(String, Cow<'_, str>)>) -> Analysis {
         let mut kept: HashMap<String, (SourceFile, KeptParse, LineIndex)> = HashMap::new();
         let mut last = None;
         if let Some(before) = before {
             // The last check is reused only for the same files in the same order.
-            let same_files = before.files.iter().map(|f| &f.name).eq(files.iter().map(|f| &f.name));
+            let same_files = before.files.iter().map(|f| &f.name).eq(texts.iter().map(|(name, _)| name));
             last = same_files.then_some(before.checked);
             let old = before.files.into_iter().zip(before.trees).zip(before.lines);
             kept.extend(old.map(|((file, tree), lines)| (file.name.clone(), (file, tree, lines))));
         }
-        let mut trees = Vec::with_capacity(files.len());
-        let mut lines = Vec::with_capacity(files.len());
+        let mut files = Vec::with_capacity(texts.len());
+        let mut trees = Vec::with_capacity(texts.len());
+        let mut lines = Vec::with_capacity(texts.len());
         // The one edit since the last check, when it replaced declarations by as
         // many in one file.
         let mut edits = Vec::new();
-        for (i, file) in files.iter().enumerate() {
-            let (tree, index) = match kept.remove(&file.name) {
-                Some((old, tree, index)) if old.text == file.text => (tree, index),
-                Some((old, mut tree, _)) => {
-                    edits.push(match tree.update(&old.text, &file.text) {
+        for (i, (name, text)) in texts.into_iter().enumerate() {
+            let (file, tree, index) = match kept.remove(&name) {
+                Some((old, tree, index)) if old.text == *text => (old, tree, index),
+                Some((mut old, mut tree, mut index)) => {
+                    let change = Change::between(&old.text, &text);
+                    edits.push(match tree.update_by(change, &text) {
                         Reparsed::Declarations { old, new, from, delta } if old.len() == new => {
                             Some(Replacement { file: i, decls: old, from, delta })
                         }
                         _ => None,
                     });
-                    (tree, LineIndex::new(&file.text))
+                    index.edit(&text, change.prefix, change.old_end, change.new_end);
+                    old.text = replace_text(old.text, text);
+                    (old, tree, index)
                 }
-                None => (KeptParse::new(&file.text), LineIndex::new(&file.text)),
+                None => {
+                    let (tree, index) = (KeptParse::new(&text), LineIndex::new(&text));
+                    (SourceFile { name, text: text.into_owned() }, tree, index)
+                }
             };
+            files.push(file);
             trees.push(tree);
             lines.push(index);
         }
         drop(kept);
         let parsed: Vec<_> = trees.iter().map(KeptParse::parsed).collect();
+        let mut whole = false;
         let checked = match (last, <[_; 1]>::try_from(edits)) {
             // The same texts: the check is the last one.
             (Some(last), Err(edits)) if edits.is_empty() => last,
@@ -84,10 +103,22 @@ impl Analysis {
             (last, _) => {
                 // The old index and diagnostics go before the check makes new ones.
                 drop(last);
+                whole = true;
                 check_parsed(&files, &parsed, Lower::No)
             }
         };
-        Analysis { files, trees, lines, checked }
+        Analysis { files, trees, lines, checked, whole }
+    }
+
+    /// Whether the program was checked whole (its first check, or after an edit
+    /// the last check's findings could not be reused for), rather than again.
+    pub fn checked_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// The bytes of the program's text.
+    pub fn text_len(&self) -> usize {
+        self.files.iter().map(|f| f.text.len()).sum()
     }
 
     pub fn files(&self) -> &[SourceFile] {
@@ -131,6 +162,30 @@ impl Analysis {
         f(self.trees.get(file).map_or(&[], |t| t.parsed().file.decls.as_slice()))
     }
 }
+
+/// A file's next text in the room of its last one (`old`) when that is large
+/// enough: the memory freed by one version is the next one's, rather than a new
+/// copy made beside the old one after each edit.
+fn replace_text(mut old: String, new: Cow<'_, str>) -> String {
+    match new {
+        Cow::Owned(new) => new,
+        Cow::Borrowed(new) if new.len() <= old.capacity() => {
+            old.clear();
+            old.push_str(new);
+            old
+        }
+        Cow::Borrowed(new) => {
+            drop(old);
+            // Some room for the next edits, which mostly add a character or two.
+            let mut text = String::with_capacity(new.len() + new.len() / TEXT_SLACK);
+            text.push_str(new);
+            text
+        }
+    }
+}
+
+/// A text copied into new room gets this fraction of its length more.
+const TEXT_SLACK: usize = 64;
 
 #[cfg(test)]
 pub(crate) mod test_util {
