@@ -6,12 +6,13 @@
 //! every outcome waiting in one batch (one transaction per batch, each outcome
 //! with its attempt row). On a store whose writes all take one lock (SQLite) the
 //! next claim writes them in its own transaction, which then commits and syncs
-//! once for both, and takes every free permit; a committer writes what no claim
-//! took within [`LEFT_TO_CLAIMS`]. On PostgreSQL, whose writers work at once, the
-//! committer writes every outcome beside the claims. A loop takes its in-flight
-//! permits before it claims, so every delivery it claims starts at once and its
-//! run's time limit (counted from the claim) is all its own. An outcome is logged
-//! once its transaction has committed. The tick, once a second, sweeps
+//! once for both, and takes up to half the process's permits; a committer
+//! writes what no claim took within [`LEFT_TO_CLAIMS`]. On PostgreSQL, whose
+//! writers work at once, the committer writes every outcome beside the claims.
+//! A loop takes its in-flight permits before it claims, so every delivery it
+//! claims starts at once and its run's time limit (counted from the claim) is
+//! all its own. An outcome is logged once its transaction has committed. The
+//! tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
 //! leases are taken back by the claims themselves (a claim reads ended leases
 //! before due deliveries). One more loop expands events written in SQL (their
@@ -261,8 +262,9 @@ impl Live {
                 inflight: inflight.clone(),
                 turn: turn.clone(),
                 // One writer: a claim commits (and syncs) once for all it takes,
-                // so it takes every free permit; else a loop's own batch.
-                most: if self.store().one_writer() { capacity } else { self.config().batch },
+                // so it takes up to half the process's permits (the attempts of
+                // one claim run while the next is written); else a loop's batch.
+                most: if self.store().one_writer() { (capacity / 2).max(1) } else { self.config().batch },
             };
             let work = claim_loop(self.clone(), claims, halt.clone(), hard_rx.clone());
             loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
