@@ -170,14 +170,7 @@ mod tests {
             len in 0usize..8,
             insert in "[b\n\r]{0,6}",
         ) {
-            let mut start = (text.len() as f64 * at) as usize;
-            while !text.is_char_boundary(start) {
-                start -= 1;
-            }
-            let mut end = (start + len).min(text.len());
-            while !text.is_char_boundary(end) {
-                end += 1;
-            }
+            let std::ops::Range { start, end } = jadpo_test_support::edit_range(&text, at, len);
             let mut new = text.clone();
             new.replace_range(start..end, &insert);
             let mut index = LineIndex::new(&text);

@@ -54,6 +54,7 @@ use jadpo_core::store::{Claimed, Recorded, StoreError, WaitingAtClaim, Waker};
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, watch};
@@ -304,7 +305,8 @@ impl Live {
             left as u64
         };
         finished.close();
-        let recorded = committer.await.ok().flatten().unwrap_or(0);
+        let _ = committer.await;
+        let recorded = finished.recorded.load(Ordering::Relaxed);
         halt.result(RunSummary { recorded, abandoned })
     }
 
@@ -504,6 +506,8 @@ struct Finished {
     waiting: std::sync::Mutex<Waiting>,
     /// Wakes the committer: an outcome came, or the run ends.
     wake: Notify,
+    /// Outcomes written, by the committer and the claims.
+    recorded: AtomicU64,
 }
 
 #[derive(Default)]
@@ -546,6 +550,11 @@ impl Finished {
         kept.append(&mut w.done);
         w.done = kept;
         w.since = Some(Instant::now());
+    }
+
+    /// `n` more outcomes written.
+    fn count(&self, n: usize) {
+        self.recorded.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// The run ends: the committer writes what is left and returns.
@@ -647,6 +656,7 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
         // The permits no claimed delivery needed go back now.
         drop(permits);
         drop(my_turn);
+        finished.count(written.len());
         if !written.is_empty() {
             // Logged once the next claim may begin.
             let r = rt.clone();
@@ -678,9 +688,8 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
 /// one writer, outcomes are left to the claims while a claim is under way or
 /// waiting its turn, for up to [`LEFT_TO_CLAIMS`]: one that waited longer (the
 /// claims wait for permits that other attempts hold) is written alone.
-async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>, halt: Halt) -> u64 {
+async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>, halt: Halt) {
     let one_writer = rt.store().one_writer();
-    let mut total = 0u64;
     let mut backoff = Backoff::default();
     loop {
         let (since, closed) = {
@@ -714,7 +723,7 @@ async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>,
         .await;
         match written {
             Ok((_, Ok(written))) => {
-                total += written as u64;
+                finished.count(written);
                 backoff.reset();
             }
             Ok((kept, Err(e))) => {
@@ -731,7 +740,6 @@ async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>,
             }
         }
     }
-    total
 }
 
 async fn tick_loop(rt: Arc<Live>, inflight: Arc<Semaphore>, halt: Halt, hard: watch::Receiver<bool>) {

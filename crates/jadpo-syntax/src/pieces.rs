@@ -132,15 +132,7 @@ pub(crate) mod tests {
     /// `insert`, both ends moved out to characters' boundaries.
     pub(crate) fn edited(text: &str, at: f64, len: usize, insert: &str) -> String {
         let mut text = text.to_string();
-        let mut start = (text.len() as f64 * at) as usize;
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let mut end = (start + len).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        text.replace_range(start..end, insert);
+        text.replace_range(jadpo_test_support::edit_range(&text, at, len), insert);
         text
     }
 

@@ -1,7 +1,8 @@
 //! What the jadpo crates' tests share, written once: [`program`] (a checked
 //! program from text), [`PgDatabase`] (a fresh PostgreSQL database per test),
 //! [`files_under`] (a folder's files, walked), [`corpus`] (the programs tests
-//! mutate and edit) and [`on_every_store!`] (a store suite's tests run on every
+//! mutate and edit), [`edit_range`] (where a random edit of a text falls) and
+//! [`on_every_store!`] (a store suite's tests run on every
 //! store). A dev-dependency only.
 //!
 //! A test's failure is a panic here by design: these run only in tests.
@@ -147,4 +148,18 @@ macro_rules! on_every_store {
             }
         )*
     };
+}
+
+/// The bytes a random edit replaces: `len` bytes from the fraction `at` of
+/// `text`'s length, both ends moved out to characters' boundaries.
+pub fn edit_range(text: &str, at: f64, len: usize) -> std::ops::Range<usize> {
+    let mut start = ((text.len() as f64 * at) as usize).min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = (start + len).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    start..end
 }

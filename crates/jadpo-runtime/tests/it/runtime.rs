@@ -258,6 +258,64 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
     }
 }
 
+/// A live run delivers every delivery once and counts every outcome it wrote,
+/// on SQLite (whose claims write the outcomes waiting) and on PostgreSQL
+/// (whose committer writes them beside the claims): with small claims, so that
+/// many claims carry outcomes.
+fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
+    let events: Vec<NewEvent> = (0..300)
+        .map(|i| NewEvent {
+            name: "Paid".into(),
+            payload: format!(r#"{{"id":"p{i}"}}"#),
+            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
+        })
+        .collect();
+    let clock = Arc::new(SystemClock);
+    store.emit(&events, clock.now_ms()).expect("emit");
+    let ok = parse_answers("ok").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(ok))];
+    let config = RuntimeConfig { workers: 2, batch: 8, poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Live::new(
+        Runtime::new(program(), store.clone(), clock, drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let succeeded = || {
+        let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), limit: Some(1_000), ..Default::default() };
+        store.deliveries(&filter).expect("read").len()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while succeeded() < 300 {
+        assert!(Instant::now() < deadline, "{} of 300 succeeded", succeeded());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    let summary = tokio.block_on(run).expect("the run's task").expect("the run");
+    assert_eq!(summary, RunSummary { recorded: 300, abandoned: 0 });
+    let all = store.deliveries(&DeliveryFilter { limit: Some(1_000), ..Default::default() }).expect("read");
+    for d in all {
+        let (_, attempts) = store.delivery(d.id).expect("read").expect("a delivery");
+        assert_eq!(attempts.len(), 1, "delivery {} ran once", d.id);
+    }
+}
+
+#[test]
+fn a_run_on_sqlite_writes_and_counts_each_outcome_once() {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    assert!(store.one_writer(), "its claims write the outcomes");
+    a_run_writes_and_counts_each_outcome_once(store);
+}
+
+#[test]
+fn a_run_on_postgres_writes_and_counts_each_outcome_once() {
+    let Some(db) = common::fixture::pg_database() else { return };
+    let store = Arc::new(PgStore::open(&db.url, OpenOptions::read_write()).expect("open the store"));
+    assert!(!store.one_writer(), "its committer writes the outcomes");
+    a_run_writes_and_counts_each_outcome_once(store);
+}
+
 /// `run --retain`: the run prunes final deliveries older than the cut in the
 /// background, at its start and then every few minutes; a delivery still running
 /// is kept.
