@@ -10,8 +10,7 @@
 //! no interest here, and cost nothing.
 
 use jadpo_core::events::{self, TARGET};
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::Value;
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::Mutex;
 use tracing::field::{Field, Visit};
@@ -61,7 +60,9 @@ fn ours(metadata: &Metadata<'_>) -> bool {
 thread_local! {
     /// The lines kept while this thread is inside [`events::LINES_SPAN`]: how
     /// deep, and the lines.
-    static KEPT: std::cell::RefCell<(usize, String)> = const { std::cell::RefCell::new((0, String::new())) };
+    static KEPT: RefCell<(usize, Vec<u8>)> = const { RefCell::new((0, Vec::new())) };
+    /// The line being made, its room kept from one event to the next.
+    static LINE: RefCell<Line> = const { RefCell::new(Line { keys: Vec::new(), text: String::new() }) };
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>, W: Write + Send + 'static> Layer<S> for RunLog<W> {
@@ -78,27 +79,35 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>, W: Write + Send + 'static> Layer<S>
         if !ours(metadata) {
             return;
         }
-        // Every declared field is a key, in the order declared; one the event
-        // left unrecorded (no value) stays `null`.
-        let mut line = Line(Vec::with_capacity(metadata.fields().len() + 1));
-        line.0.push(("event", Value::from(metadata.name())));
-        line.0.extend(metadata.fields().iter().map(|f| (f.name(), Value::Null)));
-        event.record(&mut line);
-        let mut buf = match self.format {
-            LogFormat::Json => line.json(),
-            LogFormat::Text => text(&line),
-        };
-        buf.push('\n');
-        let kept = KEPT.with_borrow_mut(|(depth, kept)| {
-            let keep = *depth > 0;
-            if keep {
-                kept.push_str(&buf);
+        LINE.with(|kept| {
+            // An event logged while one is being made (by a value's `Debug`) makes
+            // its line in room of its own.
+            let mut fresh = Line { keys: Vec::new(), text: String::new() };
+            let mut borrowed = kept.try_borrow_mut();
+            let line = match borrowed.as_deref_mut() {
+                Ok(line) => line,
+                Err(_) => &mut fresh,
+            };
+            // Every declared field is a key, in the order declared; one the event
+            // left unrecorded (no value) stays `null`.
+            line.keys.clear();
+            line.text.clear();
+            line.set("event", metadata.name());
+            line.keys.extend(metadata.fields().iter().map(|f| (f.name(), Val::Null)));
+            event.record(line);
+            let written = KEPT.with_borrow_mut(|(depth, kept)| {
+                let keep = *depth > 0;
+                if keep {
+                    self.line(line, kept);
+                }
+                keep
+            });
+            if !written {
+                let mut out = Vec::new();
+                self.line(line, &mut out);
+                self.write(&out);
             }
-            keep
         });
-        if !kept {
-            self.write(&buf);
-        }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
@@ -113,7 +122,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>, W: Write + Send + 'static> Layer<S>
         }
         let lines = KEPT.with_borrow_mut(|(depth, kept)| {
             *depth = depth.saturating_sub(1);
-            if *depth == 0 { std::mem::take(kept) } else { String::new() }
+            if *depth == 0 { std::mem::take(kept) } else { Vec::new() }
         });
         if !lines.is_empty() {
             self.write(&lines);
@@ -127,71 +136,128 @@ fn is_lines_span<S: Subscriber + for<'a> LookupSpan<'a>>(id: &Id, ctx: &Context<
 }
 
 impl<W: Write> RunLog<W> {
+    /// `line` in this log's format, ended, at the end of `out`.
+    fn line(&self, line: &Line, out: &mut Vec<u8>) {
+        match self.format {
+            LogFormat::Json => line.json(out),
+            LogFormat::Text => match text(line) {
+                Some(text) => out.extend_from_slice(text.as_bytes()),
+                None => line.json(out),
+            },
+        }
+        out.push(b'\n');
+    }
+
     /// Write `lines` whole, under the lock.
-    fn write(&self, lines: &str) {
+    fn write(&self, lines: &[u8]) {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = out.write_all(lines.as_bytes());
+        let _ = out.write_all(lines);
         let _ = out.flush();
     }
 }
 
-/// An event's keys and values, in order: the event's name, then its fields as
-/// declared. A list, not a map: an event has a dozen keys at most, each a
-/// `&'static str` of its callsite, so nothing is hashed or allocated per key.
-struct Line(Vec<(&'static str, Value)>);
-
-impl Line {
-    fn set(&mut self, key: &'static str, value: Value) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.0.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-
-    fn json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
+/// A value of a line: its strings are kept in the line's one text.
+#[derive(Debug, Clone, Copy)]
+enum Val {
+    Null,
+    /// Where in [`Line::text`] the string is.
+    Str(usize, usize),
+    I64(i64),
+    U64(u64),
+    Bool(bool),
 }
 
-impl Serialize for Line {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
+/// An event's keys and values, in order: the event's name, then its fields as
+/// declared. A list, not a map: an event has a dozen keys at most, each a
+/// `&'static str` of its callsite, so nothing is hashed per key; and the strings
+/// share one text, so that a line, its room kept, allocates nothing.
+struct Line {
+    keys: Vec<(&'static str, Val)>,
+    text: String,
+}
+
+impl Line {
+    fn put(&mut self, key: &'static str, value: Val) {
+        match self.keys.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.keys.push((key, value)),
         }
-        map.end()
+    }
+
+    fn set(&mut self, key: &'static str, value: &str) {
+        let start = self.text.len();
+        self.text.push_str(value);
+        self.put(key, Val::Str(start, self.text.len()));
+    }
+
+    fn get(&self, key: &str) -> Option<Val> {
+        self.keys.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    /// The string at `key`; `""` when there is none.
+    fn str(&self, key: &str) -> &str {
+        match self.get(key) {
+            Some(Val::Str(from, to)) => self.text.get(from..to).unwrap_or(""),
+            _ => "",
+        }
+    }
+
+    /// The number at `key` as text; `""` when there is none.
+    fn number(&self, key: &str) -> String {
+        match self.get(key) {
+            Some(Val::I64(n)) => n.to_string(),
+            Some(Val::U64(n)) => n.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The line as one JSON object, its keys in order, at the end of `out`.
+    fn json(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        for (i, (key, value)) in self.keys.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Writing to a `Vec` cannot fail, and a `str` is always JSON.
+            let _ = serde_json::to_writer(&mut *out, key);
+            out.push(b':');
+            let _ = match *value {
+                Val::Null => serde_json::to_writer(&mut *out, &()),
+                Val::Str(from, to) => serde_json::to_writer(&mut *out, self.text.get(from..to).unwrap_or("")),
+                Val::I64(n) => serde_json::to_writer(&mut *out, &n),
+                Val::U64(n) => serde_json::to_writer(&mut *out, &n),
+                Val::Bool(b) => serde_json::to_writer(&mut *out, &b),
+            };
+        }
+        out.push(b'}');
     }
 }
 
 /// Records an event's fields into its line.
 impl Visit for Line {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.set(field.name(), Value::from(value));
+        self.set(field.name(), value);
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.set(field.name(), Value::from(value));
+        self.put(field.name(), Val::I64(value));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.set(field.name(), Value::from(value));
+        self.put(field.name(), Val::U64(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.set(field.name(), Value::from(value));
+        self.put(field.name(), Val::Bool(value));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.set(field.name(), Value::from(format!("{value:?}")));
+        self.set(field.name(), &format!("{value:?}"));
     }
 }
 
-/// The human line of an event; alerts, errors and faults stay JSON in either format
-/// (an operator's tools pick them out).
-fn text(v: &Line) -> String {
-    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
-    let n = |k: &str| v.get(k).map(|x| x.to_string()).unwrap_or_default();
-    match s("event") {
+/// The human line of an event; `None` for alerts, errors and faults, which stay
+/// JSON in either format (an operator's tools pick them out).
+fn text(v: &Line) -> Option<String> {
+    let s = |k: &str| v.str(k);
+    let n = |k: &str| v.number(k);
+    Some(match s("event") {
         events::ATTEMPT => {
             let mut line = format!(
                 "{} delivery {} {} attempt {}: {}",
@@ -225,8 +291,8 @@ fn text(v: &Line) -> String {
             push_failure(&mut line, s);
             line
         }
-        _ => v.json(),
-    }
+        _ => return None,
+    })
 }
 
 /// A failure as `deliveries show` writes it: ` KIND (CODE)`, then `: REASON` when
@@ -331,6 +397,22 @@ mod tests {
                 r#"{"event":"runtime.internal_fault","at":"2023-11-14T22:13:20Z","task":"a claim loop","message":"boom"}"#,
             ]
         );
+    }
+
+    #[test]
+    fn a_json_line_keeps_any_text_as_its_string() {
+        let odd = "a \"quoted\" word,\n\ta tab, \\, \u{1} and é";
+        let failed = Outcome::Failed(CallFailure::new(FailureKind::Unavailable, "transport.refused").with_reason(odd));
+        let decision = Decision::Failed {
+            failure: Failure::new("transport.refused", FailureKind::Unavailable),
+            because: FailedBecause::PastWindow,
+        };
+        let lines = lines(LogFormat::Json, || events::attempt(T0, 9, "send_receipt", 3, &failed, &decision, 4));
+        assert_eq!(lines.len(), 1, "one line: {lines:?}");
+        let line: serde_json::Value = serde_json::from_str(&lines[0]).expect("JSON");
+        assert_eq!(line["reason"], odd);
+        assert_eq!(line["delivery"], 9);
+        assert_eq!(line["http_status"], serde_json::Value::Null);
     }
 
     #[test]
