@@ -205,6 +205,15 @@ subscriber rec {
 }
 "#;
 
+/// Event `i`: a `Paid` with one delivery to `rec` through `c`.
+fn paid(i: usize) -> NewEvent {
+    NewEvent {
+        name: "Paid".into(),
+        payload: format!(r#"{{"id":"p{i}"}}"#),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
+    }
+}
+
 /// A stop lets running attempts finish for the grace period; those still running
 /// then (a call that never answers) are cut off and counted `abandoned`. Nothing is
 /// recorded for them: they stay `running`, their attempt counted, and a claim after
@@ -213,13 +222,7 @@ subscriber rec {
 fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
     let program = jadpo_test_support::program(HANGING);
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
-    let events: Vec<NewEvent> = (0..2)
-        .map(|i| NewEvent {
-            name: "Paid".into(),
-            payload: format!(r#"{{"id":"p{i}"}}"#),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
-        })
-        .collect();
+    let events: Vec<NewEvent> = (0..2).map(paid).collect();
     let clock = Arc::new(SystemClock);
     store.emit(&events, clock.now_ms()).expect("emit");
     let hang = parse_answers("hang").expect("a script");
@@ -263,13 +266,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
 /// (whose committer writes them beside the claims): with small claims, so that
 /// many claims carry outcomes.
 fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
-    let events: Vec<NewEvent> = (0..300)
-        .map(|i| NewEvent {
-            name: "Paid".into(),
-            payload: format!(r#"{{"id":"p{i}"}}"#),
-            deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
-        })
-        .collect();
+    let events: Vec<NewEvent> = (0..300).map(paid).collect();
     let clock = Arc::new(SystemClock);
     store.emit(&events, clock.now_ms()).expect("emit");
     let ok = parse_answers("ok").expect("a script");
@@ -323,11 +320,6 @@ fn a_run_on_postgres_writes_and_counts_each_outcome_once() {
 fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     let program = jadpo_test_support::program(HANGING);
     let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
-    let event = |i: usize| NewEvent {
-        name: "Paid".into(),
-        payload: format!(r#"{{"id":"p{i}"}}"#),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
-    };
     let clock = Arc::new(SystemClock);
     let hang = parse_answers("hang").expect("a script");
     let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
@@ -338,11 +330,11 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     ));
     // Two deliveries succeeded a second ago; a third is still to run.
     let before = clock.now_ms() - 1_000;
-    store.emit(&[event(0), event(1)], before).expect("emit");
+    store.emit(&[paid(0), paid(1)], before).expect("emit");
     let claimed = rt.claim_due(before, 10).expect("claim").report.run;
     let done: Vec<_> = claimed.iter().map(|c| rt.conclude(c, Outcome::ok(), before)).collect();
     assert_eq!(rt.record_outcomes(&done).expect("record"), 2);
-    store.emit(&[event(2)], before).expect("emit");
+    store.emit(&[paid(2)], before).expect("emit");
 
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
     let (stop, stopped) = tokio::sync::watch::channel(false);
