@@ -215,16 +215,23 @@ impl Live {
     /// their outcomes, and return (the fault, if a task panicked).
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) -> Result<RunSummary, InternalFault> {
         let halt = Halt::new(self.clock().clone());
-        anchor_clock(&self, &halt).await;
         let mut backoff = Backoff::default();
+        // Nothing is claimed before the store's clock is read (a store that has
+        // one): a host's own clock may be minutes off the others'.
         loop {
-            let now = self.clock().now_ms();
             let rt = self.clone();
-            match blocking(&halt, "schedules' sync", move || rt.sync_schedules(now)).await {
+            let started = match anchor_clock(&self, &halt).await {
+                Ok(()) => {
+                    let now = self.clock().now_ms();
+                    blocking(&halt, "schedules' sync", move || rt.sync_schedules(now)).await
+                }
+                Err(e) => Err(e),
+            };
+            match started {
                 Ok(()) => break,
                 Err(Blocked::Stopping) => return halt.result(RunSummary::default()),
                 Err(Blocked::Store(e)) => {
-                    events::error(now, &e);
+                    events::error(self.clock().now_ms(), &e);
                     tokio::select! {
                         _ = backoff.pause() => {}
                         _ = stop.changed() => {}
@@ -232,7 +239,6 @@ impl Live {
                     if *stop.borrow() {
                         return halt.result(RunSummary::default());
                     }
-                    anchor_clock(&self, &halt).await;
                 }
             }
         }
@@ -385,18 +391,20 @@ impl Backoff {
 
 /// Read the store's clock, if it has one, and anchor the runtime's clock to it
 /// (taken as read half-way through the round trip). A failed reading keeps the
-/// last anchor: the next tick tries again.
-async fn anchor_clock(rt: &Arc<Live>, halt: &Halt) {
+/// last anchor and is returned: a run begins only once a reading succeeded; the
+/// tick tries again at its next turn.
+async fn anchor_clock(rt: &Arc<Live>, halt: &Halt) -> Result<(), Blocked> {
     let store = rt.store().clone();
     let read = blocking(halt, "clock", move || {
         let before = Instant::now();
         let db = store.db_now_ms()?;
         Ok(db.map(|db| (db, before + before.elapsed() / 2)))
     })
-    .await;
-    if let Ok(Some((db, at))) = read {
+    .await?;
+    if let Some((db, at)) = read {
         rt.clock().anchor(db, at);
     }
+    Ok(())
 }
 
 /// How a store call on a blocking thread came back without its result.
@@ -749,7 +757,9 @@ async fn tick_loop(rt: Arc<Live>, inflight: Arc<Semaphore>, halt: Halt, hard: wa
         if *stop.borrow() {
             return;
         }
-        anchor_clock(&rt, &halt).await;
+        // A failed reading keeps the last anchor; the tick's store calls log
+        // the error.
+        let _ = anchor_clock(&rt, &halt).await;
         let now = rt.clock().now_ms();
         let r = rt.clone();
         let mut pause_ms = TICK_MS;

@@ -313,6 +313,69 @@ fn a_run_on_postgres_writes_and_counts_each_outcome_once() {
     a_run_writes_and_counts_each_outcome_once(store);
 }
 
+/// A store whose clock cannot be read the first `down` times; it counts the
+/// claims that start before a reading succeeded.
+struct ClockDown {
+    down: std::sync::atomic::AtomicUsize,
+    read: std::sync::atomic::AtomicBool,
+    claims_before: std::sync::atomic::AtomicUsize,
+}
+
+impl ClaimHook for ClockDown {
+    fn starting(&self) {
+        if !self.read.load(std::sync::atomic::Ordering::SeqCst) {
+            self.claims_before.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    fn db_now_ms(&self, _: &dyn Store) -> Result<Option<i64>, jadpo_core::store::StoreError> {
+        let left = self.down.load(std::sync::atomic::Ordering::SeqCst);
+        if left > 0 {
+            self.down.store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            return Err(jadpo_core::store::StoreError::Corrupt("the server is restarting".into()));
+        }
+        self.read.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(Some(SystemClock.now_ms()))
+    }
+}
+
+/// A run whose store's clock cannot be read as it starts (a database
+/// restarting) claims nothing until a reading succeeds: a host's own clock may
+/// be minutes off the others'. Then it delivers.
+#[test]
+fn a_run_claims_nothing_before_it_has_read_the_stores_clock() {
+    let inner = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    inner.emit(&[paid(0)], SystemClock.now_ms()).expect("emit");
+    let hook = ClockDown {
+        down: std::sync::atomic::AtomicUsize::new(2),
+        read: std::sync::atomic::AtomicBool::new(false),
+        claims_before: std::sync::atomic::AtomicUsize::new(0),
+    };
+    let store = Arc::new(Hooked { inner: inner.clone(), hook });
+    let ok = parse_answers("ok").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(ok))];
+    let config = RuntimeConfig { poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Live::new(
+        Runtime::new(program(), store.clone(), Arc::new(SystemClock), drivers, RandomSource::from_seed(1), config),
+        None,
+    ));
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let run = tokio.spawn(rt.clone().run(stopped));
+    let succeeded = || {
+        let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), ..Default::default() };
+        inner.deliveries(&filter).expect("read").len()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while succeeded() < 1 {
+        assert!(Instant::now() < deadline, "never delivered");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.send(true).expect("stop");
+    tokio.block_on(run).expect("the run's task").expect("the run");
+    assert_eq!(store.hook.claims_before.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(store.hook.down.load(std::sync::atomic::Ordering::SeqCst), 0, "both failed readings were tried");
+}
+
 /// `run --retain`: the run prunes final deliveries older than the cut in the
 /// background, at its start and then every few minutes; a delivery still running
 /// is kept.

@@ -84,9 +84,14 @@ pub trait ClaimHook: Send + Sync {
     /// At the claim's first decision, after it has read its rows and the
     /// breaker's: where another task's write lands in the middle of a claim.
     fn deciding(&self) {}
+    /// The store's clock, read: the inner store's unless the hook says otherwise.
+    fn db_now_ms(&self, inner: &dyn Store) -> Result<Option<i64>, StoreError> {
+        inner.db_now_ms()
+    }
 }
 
-/// A store whose claims run `hook`; everything else is the inner store's.
+/// A store whose claims (and clock) run `hook`; everything else is the inner
+/// store's.
 pub struct Hooked<H> {
     pub inner: Arc<dyn Store>,
     pub hook: H,
@@ -186,7 +191,7 @@ impl<H: ClaimHook> Store for Hooked<H> {
         self.inner.event_counts()
     }
     fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.inner.db_now_ms()
+        self.hook.db_now_ms(&*self.inner)
     }
     fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
         self.inner.listen(wake)
