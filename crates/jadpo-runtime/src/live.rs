@@ -255,7 +255,10 @@ impl Live {
         }
 
         let capacity = self.config().batch * self.config().workers.max(1);
-        let finished = Arc::new(Finished::default());
+        // With one writer, claims write the outcomes waiting (read once: the
+        // claim loops and the committer go by it).
+        let one_writer = self.store().one_writer();
+        let finished = Arc::new(Finished { one_writer, ..Finished::default() });
         let turn = Arc::new(Mutex::new(()));
         let committer = committer(self.clone(), finished.clone(), turn.clone(), halt.clone());
         let committer = tokio::spawn(supervised(halt.clone(), "the committer", committer));
@@ -271,7 +274,7 @@ impl Live {
                 // One writer: a claim commits (and syncs) once for all it takes,
                 // so it takes up to half the process's permits (the attempts of
                 // one claim run while the next is written); else a loop's batch.
-                most: if self.store().one_writer() { (capacity / 2).max(1) } else { self.config().batch },
+                most: if one_writer { (capacity / 2).max(1) } else { self.config().batch },
             };
             let work = claim_loop(self.clone(), claims, halt.clone(), hard_rx.clone());
             loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
@@ -444,6 +447,31 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
+/// Run the store call `what` over the outcomes `done` on a blocking thread,
+/// handing them back with its result (to log them, or keep them for another
+/// try); `None` if it panicked (reported to `halt`: the run stops).
+async fn with_outcomes<T: Send + 'static>(
+    halt: &Halt,
+    what: &str,
+    done: Vec<Done>,
+    f: impl FnOnce(&[Done]) -> Result<T, StoreError> + Send + 'static,
+) -> Option<(Vec<Done>, Result<T, StoreError>)> {
+    match tokio::task::spawn_blocking(move || {
+        let result = f(&done);
+        (done, result)
+    })
+    .await
+    {
+        Ok(out) => Some(out),
+        Err(e) => {
+            if let Ok(panic) = e.try_into_panic() {
+                halt.panicked(&format!("the store's {what}"), &*panic);
+            }
+            None
+        }
+    }
+}
+
 /// Take up to `limit` in-flight permits: wait for one, then, if `gather` is
 /// given and fewer than a quarter of `limit` are free, wait up to `gather` for
 /// that quarter (attempts ending give theirs back), then take what else is free
@@ -516,6 +544,8 @@ struct Finished {
     wake: Notify,
     /// Outcomes written, by the committer and the claims.
     recorded: AtomicU64,
+    /// The store has one writer: claims write the outcomes waiting.
+    one_writer: bool,
 }
 
 #[derive(Default)]
@@ -583,7 +613,7 @@ struct Claims {
 
 async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Receiver<bool>) {
     let Claims { finished, inflight, turn, most } = claims;
-    let one_writer = rt.store().one_writer();
+    let one_writer = finished.one_writer;
     let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
     loop {
@@ -612,19 +642,9 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
         // With one writer, the outcomes waiting are written in the claim's transaction.
         let done = if one_writer { finished.take() } else { Vec::new() };
         let r = rt.clone();
-        let claimed = tokio::task::spawn_blocking(move || {
-            let claimed = r.record_then_claim_due(&done, now, limit);
-            (done, claimed)
-        })
-        .await;
-        let (done, claimed) = match claimed {
-            Ok(claimed) => claimed,
-            Err(e) => {
-                if let Ok(panic) = e.try_into_panic() {
-                    halt.panicked("the store's claim", &*panic);
-                }
-                return;
-            }
+        let claimed = with_outcomes(&halt, "claim", done, move |done| r.record_then_claim_due(done, now, limit)).await;
+        let Some((done, claimed)) = claimed else {
+            return;
         };
         let (written, DueClaim { report, waiting }) = match claimed {
             Ok(claimed) => {
@@ -697,7 +717,7 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
 /// waiting its turn, for up to [`LEFT_TO_CLAIMS`]: one that waited longer (the
 /// claims wait for permits that other attempts hold) is written alone.
 async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>, halt: Halt) {
-    let one_writer = rt.store().one_writer();
+    let one_writer = finished.one_writer;
     let mut backoff = Backoff::default();
     loop {
         let (since, closed) = {
@@ -724,28 +744,20 @@ async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>,
             continue;
         }
         let r = rt.clone();
-        let written = tokio::task::spawn_blocking(move || {
-            let result = r.record_outcomes(&batch);
-            (batch, result)
-        })
-        .await;
-        match written {
-            Ok((_, Ok(written))) => {
+        // After a panic the deliveries stay `running` and come back when their
+        // leases end.
+        match with_outcomes(&halt, "record of outcomes", batch, move |batch| r.record_outcomes(batch)).await {
+            Some((_, Ok(written))) => {
                 finished.count(written);
                 backoff.reset();
             }
-            Ok((kept, Err(e))) => {
+            Some((kept, Err(e))) => {
                 let now = rt.clock().now_ms();
                 events::error(now, &e);
                 finished.put_back(kept, now);
                 backoff.pause().await;
             }
-            // The deliveries stay `running` and come back when their leases end.
-            Err(e) => {
-                if let Ok(panic) = e.try_into_panic() {
-                    halt.panicked("the store's record of outcomes", &*panic);
-                }
-            }
+            None => {}
         }
     }
 }

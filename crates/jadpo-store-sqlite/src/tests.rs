@@ -250,18 +250,24 @@ fn statements_bound_by_position_number_their_names_in_the_order_bound() {
     }
 }
 
+/// A store file at `path` as schema version `version` left it.
+fn store_of_version(path: &std::path::Path, version: usize) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    for sql in &super::schema::MIGRATIONS[..version] {
+        conn.execute_batch(sql).expect("migrate");
+    }
+    conn.pragma_update(None, "user_version", version as i64).expect("version");
+    conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+    conn
+}
+
 #[test]
 fn a_store_of_version_six_keeps_its_handled_records_on_its_deliveries() {
     use jadpo_core::store::{OpenOptions, PrunePlan};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.db");
     {
-        let conn = rusqlite::Connection::open(&path).expect("open");
-        for sql in &super::schema::MIGRATIONS[..6] {
-            conn.execute_batch(sql).expect("migrate");
-        }
-        conn.pragma_update(None, "user_version", 6).expect("version");
-        conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+        let conn = store_of_version(&path, 6);
         conn.execute_batch(
             "INSERT INTO jadpo_events (id, name, payload, emitted_at) VALUES (1, 'Paid', '{}', 0);
              INSERT INTO jadpo_deliveries (id, event_id, subscriber, connection, state, attempts, budget_start, \
@@ -337,12 +343,7 @@ fn a_store_of_version_seven_keeps_only_claimable_deliveries_in_the_claims_index(
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.db");
     {
-        let conn = rusqlite::Connection::open(&path).expect("open");
-        for sql in &super::schema::MIGRATIONS[..7] {
-            conn.execute_batch(sql).expect("migrate");
-        }
-        conn.pragma_update(None, "user_version", 7).expect("version");
-        conn.pragma_update(None, "application_id", super::schema::APPLICATION_ID).expect("id");
+        let conn = store_of_version(&path, 7);
         conn.execute_batch(&format!(
             "INSERT INTO jadpo_events (id, name, payload, emitted_at) VALUES (1, 'Paid', '{{}}', 0);
              INSERT INTO jadpo_deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \

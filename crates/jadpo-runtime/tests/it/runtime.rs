@@ -205,6 +205,28 @@ subscriber rec {
 }
 "#;
 
+/// A live run on a tokio runtime of its own, until [`LiveRun::stop`].
+struct LiveRun {
+    tokio: tokio::runtime::Runtime,
+    stop: tokio::sync::watch::Sender<bool>,
+    run: tokio::task::JoinHandle<Result<RunSummary, jadpo_runtime::live::InternalFault>>,
+}
+
+impl LiveRun {
+    fn start(rt: &Arc<Live>) -> LiveRun {
+        let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let run = tokio.spawn(rt.clone().run(stopped));
+        LiveRun { tokio, stop, run }
+    }
+
+    /// Stop the run and wait for it to end.
+    fn stop(self) -> RunSummary {
+        self.stop.send(true).expect("stop");
+        self.tokio.block_on(self.run).expect("the run's task").expect("the run")
+    }
+}
+
 /// Event `i`: a `Paid` with one delivery to `rec` through `c`.
 fn paid(i: usize) -> NewEvent {
     NewEvent {
@@ -233,9 +255,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
         None,
     ));
 
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let run = tokio.spawn(rt.clone().run(stopped));
+    let run = LiveRun::start(&rt);
     let running = || {
         let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
         store.deliveries(&filter).expect("read")
@@ -245,8 +265,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
         assert!(Instant::now() < deadline, "the attempts never started");
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.send(true).expect("stop");
-    let summary = tokio.block_on(run).expect("the run's task").expect("the run");
+    let summary = run.stop();
     assert_eq!(summary, RunSummary { recorded: 0, abandoned: 2 });
 
     let cut_off = running();
@@ -276,9 +295,7 @@ fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
         Runtime::new(program(), store.clone(), clock, drivers, RandomSource::from_seed(1), config),
         None,
     ));
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let run = tokio.spawn(rt.clone().run(stopped));
+    let run = LiveRun::start(&rt);
     let succeeded = || {
         let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), limit: Some(1_000), ..Default::default() };
         store.deliveries(&filter).expect("read").len()
@@ -288,8 +305,7 @@ fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
         assert!(Instant::now() < deadline, "{} of 300 succeeded", succeeded());
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.send(true).expect("stop");
-    let summary = tokio.block_on(run).expect("the run's task").expect("the run");
+    let summary = run.stop();
     assert_eq!(summary, RunSummary { recorded: 300, abandoned: 0 });
     let all = store.deliveries(&DeliveryFilter { limit: Some(1_000), ..Default::default() }).expect("read");
     for d in all {
@@ -358,9 +374,7 @@ fn a_run_claims_nothing_before_it_has_read_the_stores_clock() {
         Runtime::new(program(), store.clone(), Arc::new(SystemClock), drivers, RandomSource::from_seed(1), config),
         None,
     ));
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let run = tokio.spawn(rt.clone().run(stopped));
+    let run = LiveRun::start(&rt);
     let succeeded = || {
         let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), ..Default::default() };
         inner.deliveries(&filter).expect("read").len()
@@ -370,8 +384,7 @@ fn a_run_claims_nothing_before_it_has_read_the_stores_clock() {
         assert!(Instant::now() < deadline, "never delivered");
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.send(true).expect("stop");
-    tokio.block_on(run).expect("the run's task").expect("the run");
+    run.stop();
     assert_eq!(store.hook.claims_before.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(store.hook.down.load(std::sync::atomic::Ordering::SeqCst), 0, "both failed readings were tried");
 }
@@ -399,17 +412,14 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
     assert_eq!(rt.record_outcomes(&done).expect("record"), 2);
     store.emit(&[paid(2)], before).expect("emit");
 
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let run = tokio.spawn(rt.clone().run(stopped));
+    let run = LiveRun::start(&rt);
     let all = || store.deliveries(&DeliveryFilter::default()).expect("read");
     let deadline = Instant::now() + Duration::from_secs(60);
     while all().len() > 1 {
         assert!(Instant::now() < deadline, "never pruned: {:?}", all());
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.send(true).expect("stop");
-    tokio.block_on(run).expect("the run's task").expect("the run");
+    run.stop();
     let left = all();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].event_id, 3, "the delivery not final is kept");
@@ -551,9 +561,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
         None,
     ));
 
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio");
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let run = tokio.spawn(rt.clone().run(stopped));
+    let run = LiveRun::start(&rt);
     let tried = || {
         let all = store.deliveries(&DeliveryFilter::default()).expect("read");
         all.iter().filter(|d| d.attempts == 1 && d.state != DeliveryState::Running).count()
@@ -563,8 +571,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
         assert!(Instant::now() < deadline, "the attempts never ended");
         std::thread::sleep(Duration::from_millis(10));
     }
-    stop.send(true).expect("stop");
-    tokio.block_on(run).expect("the run's task").expect("the run");
+    run.stop();
 
     assert_eq!(driver.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "a call was made past its time limit");
     for d in store.deliveries(&DeliveryFilter::default()).expect("read") {
