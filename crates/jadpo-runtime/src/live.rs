@@ -7,8 +7,12 @@
 //! with its attempt row). On a store whose writes all take one lock (SQLite) the
 //! next claim writes them in its own transaction, which then commits and syncs
 //! once for both, and takes up to half the process's permits; a committer
-//! writes what no claim took within [`LEFT_TO_CLAIMS`]. On PostgreSQL, whose
-//! writers work at once, the committer writes every outcome beside the claims.
+//! writes what no claim took within [`LEFT_TO_CLAIMS`]. There the claims are
+//! the work a busy run waits on: the claim loops run on a thread of their own
+//! (`jadpo-claims`) and call the store on it, one claim following the last
+//! without a blocking thread to wake or attempts to queue behind. On
+//! PostgreSQL, whose writers work at once, the committer writes every outcome
+//! beside the claims.
 //! A loop takes its in-flight permits before it claims, so every delivery it
 //! claims starts at once and its run's time limit (counted from the claim) is
 //! all its own. An outcome is logged once its transaction has committed. The
@@ -265,6 +269,12 @@ impl Live {
         let inflight = Arc::new(Semaphore::new(capacity));
         let (hard_tx, hard_rx) = watch::channel(false);
 
+        // With one writer, the claims are the store's work that a busy run waits
+        // on: their loops run on a thread of their own and call the store there,
+        // so that one claim follows another without waiting for a blocking
+        // thread to wake or behind the attempts queued on the run's threads.
+        let claim_thread = if one_writer { ClaimThread::start() } else { None };
+        let attempts = tokio::runtime::Handle::current();
         let mut loops = Vec::new();
         for _ in 0..self.config().workers.max(1) {
             let claims = Claims {
@@ -275,9 +285,18 @@ impl Live {
                 // so it takes up to half the process's permits (the attempts of
                 // one claim run while the next is written); else a loop's batch.
                 most: if one_writer { (capacity / 2).max(1) } else { self.config().batch },
+                here: claim_thread.is_some(),
+                attempts: attempts.clone(),
             };
-            let work = claim_loop(self.clone(), claims, halt.clone(), hard_rx.clone());
-            loops.push(tokio::spawn(supervised(halt.clone(), "a claim loop", work)));
+            let work = supervised(
+                halt.clone(),
+                "a claim loop",
+                claim_loop(self.clone(), claims, halt.clone(), hard_rx.clone()),
+            );
+            loops.push(match &claim_thread {
+                Some(thread) => thread.spawn(work),
+                None => tokio::spawn(work),
+            });
         }
         let tick = tick_loop(self.clone(), inflight.clone(), halt.clone(), hard_rx.clone());
         let tick = tokio::spawn(supervised(halt.clone(), "the tick", tick));
@@ -296,6 +315,7 @@ impl Live {
         for l in loops {
             let _ = l.await;
         }
+        drop(claim_thread);
         let _ = tick.await;
         if let Some(retain) = retain {
             let _ = retain.await;
@@ -447,29 +467,79 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-/// Run the store call `what` over the outcomes `done` on a blocking thread,
-/// handing them back with its result (to log them, or keep them for another
-/// try); `None` if it panicked (reported to `halt`: the run stops).
+/// Run the store call `what` over the outcomes `done`, on a blocking thread or,
+/// with `here`, on this thread (the claim thread's, which has nothing else to
+/// do meanwhile), handing them back with its result (to log them, or keep them
+/// for another try); `None` if it panicked (reported to `halt`: the run stops).
 async fn with_outcomes<T: Send + 'static>(
     halt: &Halt,
     what: &str,
     done: Vec<Done>,
+    here: bool,
     f: impl FnOnce(&[Done]) -> Result<T, StoreError> + Send + 'static,
 ) -> Option<(Vec<Done>, Result<T, StoreError>)> {
-    match tokio::task::spawn_blocking(move || {
+    let call = move || {
         let result = f(&done);
         (done, result)
-    })
-    .await
-    {
+    };
+    let out = if here {
+        std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(Some)
+    } else {
+        tokio::task::spawn_blocking(call).await.map_err(|e| e.try_into_panic().ok())
+    };
+    match out {
         Ok(out) => Some(out),
-        Err(e) => {
-            if let Ok(panic) = e.try_into_panic() {
+        Err(panic) => {
+            if let Some(panic) = panic {
                 halt.panicked(&format!("the store's {what}"), &*panic);
             }
             None
         }
     }
+}
+
+/// The claim thread of a store with one writer: a runtime of one thread, on
+/// which the claim loops call the store directly. Dropped (the run ended, or
+/// its future was dropped), it lets what it still runs end on its own: a
+/// runtime dropped on an async thread would panic waiting for it.
+struct ClaimThread {
+    handle: tokio::runtime::Handle,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl ClaimThread {
+    /// `None` if the system gives no thread (the loops then run with the
+    /// others, calling the store on blocking threads).
+    fn start() -> Option<ClaimThread> {
+        // Its threads log where the caller's do (a test's subscriber is its thread's).
+        let log = tracing::dispatcher::get_default(Clone::clone);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("jadpo-claims")
+            .enable_all()
+            .on_thread_start(move || LOG.set(Some(tracing::dispatcher::set_default(&log))))
+            .on_thread_stop(|| LOG.set(None))
+            .build()
+            .ok()?;
+        Some(ClaimThread { handle: runtime.handle().clone(), runtime: Some(runtime) })
+    }
+
+    fn spawn<T: Send + 'static>(&self, work: impl Future<Output = T> + Send + 'static) -> tokio::task::JoinHandle<T> {
+        self.handle.spawn(work)
+    }
+}
+
+impl Drop for ClaimThread {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+thread_local! {
+    /// The claim thread's hold on its log (see [`ClaimThread::start`]).
+    static LOG: std::cell::Cell<Option<tracing::dispatcher::DefaultGuard>> = const { std::cell::Cell::new(None) };
 }
 
 /// Take up to `limit` in-flight permits: wait for one, then, if `gather` is
@@ -603,16 +673,20 @@ impl Finished {
 }
 
 /// What a process's claim loops share: the outcomes waiting, the in-flight
-/// permits, and the turn they claim in; and the most deliveries one claim takes.
+/// permits, and the turn they claim in; the most deliveries one claim takes;
+/// whether they call the store on their own thread (the claim thread), and the
+/// runtime their attempts run on.
 struct Claims {
     finished: Arc<Finished>,
     inflight: Arc<Semaphore>,
     turn: Arc<Mutex<()>>,
     most: usize,
+    here: bool,
+    attempts: tokio::runtime::Handle,
 }
 
 async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Receiver<bool>) {
-    let Claims { finished, inflight, turn, most } = claims;
+    let Claims { finished, inflight, turn, most, here, attempts } = claims;
     let one_writer = finished.one_writer;
     let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
@@ -642,7 +716,8 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
         // With one writer, the outcomes waiting are written in the claim's transaction.
         let done = if one_writer { finished.take() } else { Vec::new() };
         let r = rt.clone();
-        let claimed = with_outcomes(&halt, "claim", done, move |done| r.record_then_claim_due(done, now, limit)).await;
+        let claimed =
+            with_outcomes(&halt, "claim", done, here, move |done| r.record_then_claim_due(done, now, limit)).await;
         let Some((done, claimed)) = claimed else {
             return;
         };
@@ -665,25 +740,33 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
             }
         };
         let changed = report.changed();
-        for c in report.run {
-            // A claim takes at most `limit` deliveries to run, so a permit is left
-            // for each (were one missing, the rest would come back at their
-            // leases' end rather than run over the limit).
-            let Some(permit) = permits.split(1) else {
-                break;
-            };
-            let (rt2, finished2, halt2) = (rt.clone(), finished.clone(), halt.clone());
-            // Boxed: the task is moved at its spawn and as it ends, and an
-            // attempt's future is large.
-            let work = Box::pin(async move {
-                let done = rt2.attempt(c, &halt2).await;
-                finished2.push(done);
-            });
-            spawn_under_permit(std::future::ready(Some(permit)), hard.clone(), (halt.clone(), "an attempt"), work);
-        }
+        // A claim takes at most `limit` deliveries to run, so a permit is left
+        // for each (were one missing, the rest would come back at their leases'
+        // end rather than run over the limit).
+        let run: Vec<_> = report.run.into_iter().map_while(|c| Some((c, permits.split(1)?))).collect();
         // The permits no claimed delivery needed go back now.
         drop(permits);
         drop(my_turn);
+        // One task on the attempts' runtime starts them all: each started from
+        // there is a local spawn.
+        let (rt2, finished2, halt2, hard2) = (rt.clone(), finished.clone(), halt.clone(), hard.clone());
+        attempts.spawn(async move {
+            for (c, permit) in run {
+                let (rt3, finished3, halt3) = (rt2.clone(), finished2.clone(), halt2.clone());
+                // Boxed: the task is moved at its spawn and as it ends, and an
+                // attempt's future is large.
+                let work = Box::pin(async move {
+                    let done = rt3.attempt(c, &halt3).await;
+                    finished3.push(done);
+                });
+                spawn_under_permit(
+                    std::future::ready(Some(permit)),
+                    hard2.clone(),
+                    (halt2.clone(), "an attempt"),
+                    work,
+                );
+            }
+        });
         finished.count(written.len());
         if !written.is_empty() {
             // Logged once the next claim may begin.
@@ -746,7 +829,7 @@ async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>,
         let r = rt.clone();
         // After a panic the deliveries stay `running` and come back when their
         // leases end.
-        match with_outcomes(&halt, "record of outcomes", batch, move |batch| r.record_outcomes(batch)).await {
+        match with_outcomes(&halt, "record of outcomes", batch, false, move |batch| r.record_outcomes(batch)).await {
             Some((_, Ok(written))) => {
                 finished.count(written);
                 backoff.reset();

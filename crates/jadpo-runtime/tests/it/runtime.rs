@@ -329,6 +329,43 @@ fn a_run_on_postgres_writes_and_counts_each_outcome_once() {
     a_run_writes_and_counts_each_outcome_once(store);
 }
 
+/// A run whose future is dropped while it delivers (its task aborted) ends
+/// there, on SQLite too, whose claims run on a thread of their own: that thread
+/// is let go, not waited for on the async thread (where waiting panics).
+#[test]
+fn a_run_dropped_while_it_delivers_ends_without_a_panic() {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("store"));
+    let clock = Arc::new(SystemClock);
+    store.emit(&(0..20).map(paid).collect::<Vec<_>>(), clock.now_ms()).expect("emit");
+    let hang = parse_answers("hang").expect("a script");
+    let drivers: Vec<Arc<dyn Driver>> = vec![Arc::new(FakeDriver::new(hang))];
+    let config = RuntimeConfig { batch: 2, workers: 1, poll_ms: 10, ..RuntimeConfig::default() };
+    let rt = Arc::new(Live::new(
+        Runtime::new(
+            jadpo_test_support::program(HANGING),
+            store.clone(),
+            clock,
+            drivers,
+            RandomSource::from_seed(1),
+            config,
+        ),
+        None,
+    ));
+    let run = LiveRun::start(&rt);
+    let running = || {
+        let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
+        store.deliveries(&filter).expect("read").len()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while running() < 2 {
+        assert!(Instant::now() < deadline, "the attempts never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    run.run.abort();
+    let ended = run.tokio.block_on(run.run).expect_err("aborted");
+    assert!(ended.is_cancelled(), "the run's future was dropped, not panicking: {ended:?}");
+}
+
 /// A store whose clock cannot be read the first `down` times; it counts the
 /// claims that start before a reading succeeded.
 struct ClockDown {

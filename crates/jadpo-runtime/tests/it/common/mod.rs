@@ -190,6 +190,9 @@ impl<H: ClaimHook> Store for Hooked<H> {
     fn event_counts(&self) -> Result<EventCounts, StoreError> {
         self.inner.event_counts()
     }
+    fn one_writer(&self) -> bool {
+        self.inner.one_writer()
+    }
     fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
         self.hook.db_now_ms(&*self.inner)
     }
