@@ -10,13 +10,15 @@
 #    deliveries/s is measured from the first to the last outcome in the log (every
 #    outcome committed: WAL, synchronous=FULL, one transaction per batch), and, as
 #    a user waits, from starting `run` to `jadpoc status` showing every delivery
-#    succeeded (the log is looked at every 0.05 s, and status asked once when it
-#    holds every outcome: asking status over and over would take the machine's
-#    time from the run it measures);
+#    succeeded (the log is looked at every 0.05 s, read on from where the last
+#    look stopped, by watch_outcomes.py, and status asked once when it holds
+#    every outcome: asking status over and over, or reading the whole log at
+#    every look, would take the machine's time from the run it measures);
 # 3. the run's peak RSS (from /proc) while it works through the queue (the first
 #    process's), and the store's write-ahead log's size at the end.
-# The line `deliveries/s: N (EVENTS events)` repeats step 2's figure alone, for
-# scripts to read.
+# The lines `deliveries/s: N (EVENTS events)` (first to last outcome) and
+# `waited/s: N (EVENTS events, start to status)` repeat step 2's figures alone,
+# for scripts to read.
 #
 # `JADPOC=PATH` runs that binary instead of building one (to compare builds).
 set -euo pipefail
@@ -48,22 +50,17 @@ for n in $(seq "$PROCESSES"); do
   "$J" run p.jadpo --fake c=ok --log-format json 2>"run.$n.log" &
   PIDS+=($!)
 done
-PEAK=0
-while true; do
-  RSS=$(awk '/VmHWM/ {print $2}' "/proc/${PIDS[0]}/status" 2>/dev/null || echo 0)
-  [ "$RSS" -gt "$PEAK" ] && PEAK=$RSS
-  DONE=$(cat run.*.log | grep -c '"state":"succeeded"' || true)
-  [ "$DONE" -ge "$EVENTS" ] && break
-  for n in $(seq "$PROCESSES"); do
-    running "${PIDS[$((n - 1))]}" "run.$n.log"
-  done
-  sleep 0.05
+WATCH=()
+for n in $(seq "$PROCESSES"); do
+  WATCH+=("${PIDS[$((n - 1))]}" "run.$n.log")
 done
+PEAK=$(python3 "$ROOT/crates/jadpo-runtime/benches/watch_outcomes.py" "$EVENTS" "${WATCH[@]}")
 # The log says every outcome is written: `status` is asked once, as a user would.
 SEEN=$("$J" status --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["states"].get("succeeded", 0))')
 E=$(date +%s.%N)
 [ "$SEEN" -ge "$EVENTS" ] || { echo "status shows $SEEN succeeded of $EVENTS" >&2; exit 1; }
 echo "run: start to every delivery succeeded in status: $(echo "$E - $S" | bc) s ($(echo "$EVENTS / ($E - $S)" | bc) deliveries/s, $PROCESSES process(es))"
+echo "waited/s: $(echo "$EVENTS / ($E - $S)" | bc) ($EVENTS events, start to status)"
 WAL=$(stat -c %s .jadpo/outbox.db-wal 2>/dev/null || echo 0)
 kill -TERM "${PIDS[@]}"
 wait "${PIDS[@]}"
