@@ -227,6 +227,16 @@ impl LiveRun {
     }
 }
 
+/// Wait up to `secs` seconds for `done`, looking every 10 ms; past them the
+/// test fails saying `what`.
+fn wait_until(secs: u64, done: impl Fn() -> bool, what: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Event `i`: a `Paid` with one delivery to `rec` through `c`.
 fn paid(i: usize) -> NewEvent {
     NewEvent {
@@ -260,11 +270,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
         let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
         store.deliveries(&filter).expect("read")
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while running().len() < 2 {
-        assert!(Instant::now() < deadline, "the attempts never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(30, || running().len() >= 2, || "the attempts never started".to_string());
     let summary = run.stop();
     assert_eq!(summary, RunSummary { recorded: 0, abandoned: 2 });
 
@@ -300,11 +306,7 @@ fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
         let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), limit: Some(1_000), ..Default::default() };
         store.deliveries(&filter).expect("read").len()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while succeeded() < 300 {
-        assert!(Instant::now() < deadline, "{} of 300 succeeded", succeeded());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(60, || succeeded() >= 300, || format!("{} of 300 succeeded", succeeded()));
     let summary = run.stop();
     assert_eq!(summary, RunSummary { recorded: 300, abandoned: 0 });
     let all = store.deliveries(&DeliveryFilter { limit: Some(1_000), ..Default::default() }).expect("read");
@@ -356,11 +358,7 @@ fn a_run_dropped_while_it_delivers_ends_without_a_panic() {
         let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
         store.deliveries(&filter).expect("read").len()
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while running() < 2 {
-        assert!(Instant::now() < deadline, "the attempts never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(30, || running() >= 2, || "the attempts never started".to_string());
     run.run.abort();
     let ended = run.tokio.block_on(run.run).expect_err("aborted");
     assert!(ended.is_cancelled(), "the run's future was dropped, not panicking: {ended:?}");
@@ -416,11 +414,7 @@ fn a_run_claims_nothing_before_it_has_read_the_stores_clock() {
         let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), ..Default::default() };
         inner.deliveries(&filter).expect("read").len()
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while succeeded() < 1 {
-        assert!(Instant::now() < deadline, "never delivered");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(60, || succeeded() >= 1, || "never delivered".to_string());
     run.stop();
     assert_eq!(store.hook.claims_before.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(store.hook.down.load(std::sync::atomic::Ordering::SeqCst), 0, "both failed readings were tried");
@@ -451,11 +445,7 @@ fn a_run_with_retain_prunes_final_deliveries_in_the_background() {
 
     let run = LiveRun::start(&rt);
     let all = || store.deliveries(&DeliveryFilter::default()).expect("read");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while all().len() > 1 {
-        assert!(Instant::now() < deadline, "never pruned: {:?}", all());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(60, || all().len() <= 1, || format!("never pruned: {:?}", all()));
     run.stop();
     let left = all();
     assert_eq!(left.len(), 1);
@@ -603,11 +593,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
         let all = store.deliveries(&DeliveryFilter::default()).expect("read");
         all.iter().filter(|d| d.attempts == 1 && d.state != DeliveryState::Running).count()
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tried() < 8 {
-        assert!(Instant::now() < deadline, "the attempts never ended");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(30, || tried() >= 8, || "the attempts never ended".to_string());
     run.stop();
 
     assert_eq!(driver.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "a call was made past its time limit");
