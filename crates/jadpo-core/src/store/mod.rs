@@ -966,7 +966,10 @@ pub trait Store: Send + Sync {
     /// Whether the store's writes all take one lock in turn (SQLite's one writer),
     /// so that a run gains by writing its outcomes with its next claim rather than
     /// beside it ([`Store::record_then_claim_raising`]). A store whose writers work
-    /// at once (PostgreSQL) writes outcomes and claims apart.
+    /// at once (PostgreSQL) writes outcomes and claims apart. A live run calls
+    /// the claims of a store with one writer on a thread of their own, which
+    /// is a tokio runtime's: such a store must not block on a runtime of its
+    /// own there (a client that does, as the `postgres` crate's, panics).
     fn one_writer(&self) -> bool {
         false
     }
