@@ -237,6 +237,12 @@ fn wait_until(secs: u64, done: impl Fn() -> bool, what: impl Fn() -> String) {
     }
 }
 
+/// How many of `store`'s deliveries (up to 1,000) are in `state`.
+fn in_state(store: &dyn Store, state: DeliveryState) -> usize {
+    let filter = DeliveryFilter { state: Some(state), limit: Some(1_000), ..Default::default() };
+    store.deliveries(&filter).expect("read").len()
+}
+
 /// Event `i`: a `Paid` with one delivery to `rec` through `c`.
 fn paid(i: usize) -> NewEvent {
     NewEvent {
@@ -302,10 +308,7 @@ fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
         None,
     ));
     let run = LiveRun::start(&rt);
-    let succeeded = || {
-        let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), limit: Some(1_000), ..Default::default() };
-        store.deliveries(&filter).expect("read").len()
-    };
+    let succeeded = || in_state(&*store, DeliveryState::Succeeded);
     wait_until(60, || succeeded() >= 300, || format!("{} of 300 succeeded", succeeded()));
     let summary = run.stop();
     assert_eq!(summary, RunSummary { recorded: 300, abandoned: 0 });
@@ -354,11 +357,7 @@ fn a_run_dropped_while_it_delivers_ends_without_a_panic() {
         None,
     ));
     let run = LiveRun::start(&rt);
-    let running = || {
-        let filter = DeliveryFilter { state: Some(DeliveryState::Running), ..Default::default() };
-        store.deliveries(&filter).expect("read").len()
-    };
-    wait_until(30, || running() >= 2, || "the attempts never started".to_string());
+    wait_until(30, || in_state(&*store, DeliveryState::Running) >= 2, || "the attempts never started".to_string());
     run.run.abort();
     let ended = run.tokio.block_on(run.run).expect_err("aborted");
     assert!(ended.is_cancelled(), "the run's future was dropped, not panicking: {ended:?}");
@@ -410,11 +409,7 @@ fn a_run_claims_nothing_before_it_has_read_the_stores_clock() {
         None,
     ));
     let run = LiveRun::start(&rt);
-    let succeeded = || {
-        let filter = DeliveryFilter { state: Some(DeliveryState::Succeeded), ..Default::default() };
-        inner.deliveries(&filter).expect("read").len()
-    };
-    wait_until(60, || succeeded() >= 1, || "never delivered".to_string());
+    wait_until(60, || in_state(&*inner, DeliveryState::Succeeded) >= 1, || "never delivered".to_string());
     run.stop();
     assert_eq!(store.hook.claims_before.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(store.hook.down.load(std::sync::atomic::Ordering::SeqCst), 0, "both failed readings were tried");
