@@ -9,8 +9,9 @@ use jadpo_check::budget::SECOND_MS;
 pub const DEFAULT_WORKERS: usize = 4;
 /// The most claim loops `--workers` accepts.
 pub const MAX_WORKERS: usize = 256;
-/// Most deliveries one claim takes (and most attempts one loop has in flight) when
-/// `--batch` is not given.
+/// Most attempts one claim loop adds to its process's in flight when `--batch`
+/// is not given: a process has `batch` x `workers` in flight, and one claim
+/// takes up to half of them.
 pub const DEFAULT_BATCH: usize = 256;
 /// The largest batch accepted.
 pub const MAX_BATCH: usize = 4096;
@@ -53,7 +54,8 @@ pub const METRICS_MAX_CONNECTIONS: usize = 16;
 pub struct RuntimeConfig {
     /// Claim loops (`--workers`).
     pub workers: usize,
-    /// Most deliveries one claim takes, and most attempts one loop has in flight.
+    /// Most attempts one claim loop adds to its process's in flight (see
+    /// [`DEFAULT_BATCH`]).
     pub batch: usize,
     /// How often an idle loop looks for work other processes added.
     pub poll_ms: u64,

@@ -1,12 +1,12 @@
 //! The live driver of time: the tokio loops behind `jadpoc run`.
 //!
-//! Claim loops take due deliveries in batches (one transaction per batch), taking
-//! turns (one claim at a time per process), start each attempt as its own task
-//! under the subscriber's `timeout:`, and leave its outcome to be written with
-//! every outcome waiting in one batch (one transaction per batch, each outcome
-//! with its attempt row). On a store whose writes all take one lock (SQLite) the
-//! next claim writes them in its own transaction, which then commits and syncs
-//! once for both, and takes up to half the process's permits; a committer
+//! Claim loops take due deliveries in batches (one transaction per batch, up to
+//! half the process's in-flight permits), taking turns (one claim at a time per
+//! process), start each attempt as its own task under the subscriber's
+//! `timeout:`, and leave its outcome to be written with every outcome waiting in
+//! one batch (one transaction per batch, each outcome with its attempt row). On
+//! a store whose writes all take one lock (SQLite) the next claim writes them in
+//! its own transaction, which then commits and syncs once for both; a committer
 //! writes what no claim took within [`LEFT_TO_CLAIMS`]. There the claims are
 //! the work a busy run waits on: the claim loops run on a thread of their own
 //! (`jadpo-claims`) and call the store on it, one claim following the last
@@ -281,10 +281,11 @@ impl Live {
                 finished: finished.clone(),
                 inflight: inflight.clone(),
                 turn: turn.clone(),
-                // One writer: a claim commits (and syncs) once for all it takes,
-                // so it takes up to half the process's permits (the attempts of
-                // one claim run while the next is written); else a loop's batch.
-                most: if one_writer { (capacity / 2).max(1) } else { self.config().batch },
+                // A claim costs its transaction and round trips whatever it
+                // takes (and, with one writer, a sync of the store's log), so it
+                // takes up to half the process's permits: the attempts of one
+                // claim run while the next is written.
+                most: (capacity / 2).max(1),
                 here: claim_thread.is_some(),
                 attempts: attempts.clone(),
             };

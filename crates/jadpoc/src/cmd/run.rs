@@ -69,7 +69,8 @@ pub struct RunArgs {
     /// --older-than`, failed and parked ones kept), every few minutes.
     #[arg(long, value_name = "DURATION", value_parser = crate::cmd::prune::duration)]
     retain: Option<u64>,
-    /// Most deliveries one claim takes (for benchmarks).
+    /// Attempts in flight per claim loop; a claim takes up to half the
+    /// process's (for benchmarks).
     #[arg(long, hide = true, default_value_t = config::DEFAULT_BATCH)]
     batch: usize,
     /// How often an idle claim loop looks for events other processes stored, in
