@@ -1,7 +1,7 @@
 //! The server's state and main loop: open documents, the programs they belong to,
 //! and when to check them again.
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, TEXT_SLACK};
 use crate::handlers;
 use crate::line_index::{Encoding, LineCol, LineIndex};
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
@@ -34,9 +34,6 @@ pub struct Options {
 /// The smallest program whose whole check is followed at once by
 /// [`Options::after_check`]: below it, what the check frees is little.
 const RELEASE_AFTER_WHOLE_CHECK: usize = jadpo_syntax::PIECE_MIN_LEN;
-
-/// A buffer grows by this fraction of its text when an edit needs more room.
-const DOC_SLACK: usize = 64;
 
 /// An open document: the editor's text, which overrides the file on disk.
 pub(crate) struct Doc {
@@ -295,7 +292,7 @@ impl Server {
                                 // Room for this change and some typing after it, rather
                                 // than the doubling `replace_range` would make: a large
                                 // file's buffer would hold twice its text.
-                                doc.text.reserve_exact(grows + doc.text.len() / DOC_SLACK);
+                                doc.text.reserve_exact(grows + doc.text.len() / TEXT_SLACK);
                             }
                             doc.text.replace_range(start..end, &change.text);
                         }

@@ -450,28 +450,39 @@ impl Blocked {
     }
 }
 
-/// Run the store call `what` on a blocking thread; a panic there is reported to
-/// `halt` (the run stops).
+/// Run the store call `what`, on a blocking thread or, with `here`, on this
+/// thread (the claim thread's, which has nothing else to do meanwhile); `None`
+/// if it panicked (reported to `halt`: the run stops) or was cut off.
+async fn store_call<R: Send + 'static>(
+    halt: &Halt,
+    what: &str,
+    here: bool,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Option<R> {
+    let out = if here {
+        std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(Some)
+    } else {
+        tokio::task::spawn_blocking(f).await.map_err(|e| e.try_into_panic().ok())
+    };
+    out.map_err(|panic| {
+        if let Some(panic) = panic {
+            halt.panicked(&format!("the store's {what}"), &*panic);
+        }
+    })
+    .ok()
+}
+
+/// Run the store call `what` on a blocking thread (see [`store_call`]).
 async fn blocking<T: Send + 'static>(
     halt: &Halt,
     what: &str,
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, Blocked> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(Blocked::Store),
-        Err(e) => {
-            if let Ok(panic) = e.try_into_panic() {
-                halt.panicked(&format!("the store's {what}"), &*panic);
-            }
-            Err(Blocked::Stopping)
-        }
-    }
+    store_call(halt, what, false, f).await.ok_or(Blocked::Stopping)?.map_err(Blocked::Store)
 }
 
-/// Run the store call `what` over the outcomes `done`, on a blocking thread or,
-/// with `here`, on this thread (the claim thread's, which has nothing else to
-/// do meanwhile), handing them back with its result (to log them, or keep them
-/// for another try); `None` if it panicked (reported to `halt`: the run stops).
+/// Run the store call `what` over the outcomes `done` (see [`store_call`]),
+/// handing them back with its result: to log them, or keep them for another try.
 async fn with_outcomes<T: Send + 'static>(
     halt: &Halt,
     what: &str,
@@ -479,24 +490,11 @@ async fn with_outcomes<T: Send + 'static>(
     here: bool,
     f: impl FnOnce(&[Done]) -> Result<T, StoreError> + Send + 'static,
 ) -> Option<(Vec<Done>, Result<T, StoreError>)> {
-    let call = move || {
+    store_call(halt, what, here, move || {
         let result = f(&done);
         (done, result)
-    };
-    let out = if here {
-        std::panic::catch_unwind(AssertUnwindSafe(call)).map_err(Some)
-    } else {
-        tokio::task::spawn_blocking(call).await.map_err(|e| e.try_into_panic().ok())
-    };
-    match out {
-        Ok(out) => Some(out),
-        Err(panic) => {
-            if let Some(panic) = panic {
-                halt.panicked(&format!("the store's {what}"), &*panic);
-            }
-            None
-        }
-    }
+    })
+    .await
 }
 
 /// The claim thread of a store with one writer: a runtime of one thread, on
@@ -649,7 +647,8 @@ impl Finished {
 
     /// Outcomes a failed write took, back in front of those that came since,
     /// less those whose leases have ended by `now_ms`: another claim may have
-    /// taken such a delivery back and counted the attempt.
+    /// taken such a delivery back and counted the attempt. The committer is
+    /// woken for them.
     fn put_back(&self, mut kept: Vec<Done>, now_ms: i64) {
         kept.retain(|d| d.lease_until_ms.is_some_and(|until| until > now_ms));
         if kept.is_empty() {
@@ -659,6 +658,8 @@ impl Finished {
         kept.append(&mut w.done);
         w.done = kept;
         w.since = Some(Instant::now());
+        drop(w);
+        self.wake.notify_one();
     }
 
     /// `n` more outcomes written.
@@ -732,7 +733,6 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
                 drop(my_turn);
                 events::error(now, &e);
                 finished.put_back(done, rt.clock().now_ms());
-                finished.wake.notify_one();
                 tokio::select! {
                     _ = backoff.pause() => {}
                     _ = stop.changed() => {}

@@ -22,6 +22,12 @@ fn key_hash(kind: DeclKind, name: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one((kind, name))
 }
 
+/// The key of declaration `i` of `decls`: its kind and name.
+fn key<'a>(decls: &[(usize, &Decl<'a>)], i: u32) -> (DeclKind, &'a str) {
+    let d = decls[i as usize].1;
+    (d.kind, d.name.text)
+}
+
 impl NameTable {
     pub(super) fn with_capacity(n: usize) -> NameTable {
         NameTable(hashbrown::HashTable::with_capacity(n))
@@ -29,23 +35,14 @@ impl NameTable {
 
     /// The declaration of `decls` that `(kind, name)` names.
     fn get(&self, decls: &[(usize, &Decl<'_>)], kind: DeclKind, name: &str) -> Option<usize> {
-        self.0
-            .find(key_hash(kind, name), |&i| {
-                let d = decls[i as usize].1;
-                d.kind == kind && d.name.text == name
-            })
-            .map(|&i| i as usize)
+        self.0.find(key_hash(kind, name), |&i| key(decls, i) == (kind, name)).map(|&i| i as usize)
     }
 
     /// Makes `(kind, name)` of declaration `index` of `decls` name it, in place of
     /// any declaration it named.
     fn set(&mut self, decls: &[(usize, &Decl<'_>)], index: usize) {
-        let d = decls[index].1;
-        let same = |&i: &u32| {
-            let other = decls[i as usize].1;
-            other.kind == d.kind && other.name.text == d.name.text
-        };
-        match self.0.find_mut(key_hash(d.kind, d.name.text), same) {
+        let (kind, name) = key(decls, index as u32);
+        match self.0.find_mut(key_hash(kind, name), |&i| key(decls, i) == (kind, name)) {
             Some(slot) => *slot = index as u32,
             None => self.insert(decls, index),
         }
@@ -53,13 +50,12 @@ impl NameTable {
 
     /// Adds declaration `index` of `decls`, whose `(kind, name)` names none yet.
     fn insert(&mut self, decls: &[(usize, &Decl<'_>)], index: usize) {
-        let d = decls[index].1;
-        let hash = key_hash(d.kind, d.name.text);
+        let (kind, name) = key(decls, index as u32);
         let rehash = |&i: &u32| {
-            let d = decls[i as usize].1;
-            key_hash(d.kind, d.name.text)
+            let (kind, name) = key(decls, i);
+            key_hash(kind, name)
         };
-        self.0.insert_unique(hash, index as u32, rehash);
+        self.0.insert_unique(key_hash(kind, name), index as u32, rehash);
     }
 }
 

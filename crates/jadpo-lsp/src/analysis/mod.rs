@@ -184,8 +184,10 @@ fn replace_text(mut old: String, new: Cow<'_, str>) -> String {
     }
 }
 
-/// A text copied into new room gets this fraction of its length more.
-const TEXT_SLACK: usize = 64;
+/// A text given new room gets this fraction of its length more, for the next
+/// edits, which mostly add a character or two (an editor's buffer and the
+/// analysis's copy alike): doubling would hold twice a large file's text.
+pub(crate) const TEXT_SLACK: usize = 64;
 
 #[cfg(test)]
 pub(crate) mod test_util {
