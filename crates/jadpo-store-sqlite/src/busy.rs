@@ -23,12 +23,16 @@ const BUSY_PAUSE_MIN: Duration = Duration::from_micros(50);
 /// few milliseconds; SQLite's own handler (`busy_timeout`) sleeps 1, 2, 5, 10,
 /// then up to 100 ms between looks, so that with several processes on one
 /// file the lock stood free while they all slept. Looks too close together
-/// cost the other way: a run's claims follow each other at once, and a process
-/// that looks for the lock every millisecond takes it between two claims of
-/// another, each hand-over costing a commit's worth of waiting and the cores
-/// its looks take. Four processes on one file delivered 6 to 12% more in all
-/// with looks at most 4 ms apart than 1 ms apart (and less with 250 µs).
-const BUSY_PAUSE_MAX: Duration = Duration::from_millis(4);
+/// cost the other way: a run's claims follow each other a tenth of a
+/// millisecond apart, and a process that looks often takes the lock in such a
+/// gap, between two claims of another. Each hand-over costs the process that
+/// takes the lock its cache of the file's pages (another process wrote) and
+/// the one that lost it a wait; four processes on one file handed the lock
+/// over about 75 times a second with looks at most 4 ms apart and delivered
+/// 10 to 15% less than one, and 25 times with looks 16 ms apart, delivering
+/// about as much as one (and less again with 32 ms: the lock then stood free
+/// while a process that had work slept).
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(16);
 
 /// The busy handler's wait for a store whose lock wait is `lock_wait`.
 fn busy_timeout(lock_wait: Duration) -> Duration {
@@ -49,20 +53,27 @@ pub(super) fn wait_on_locks(conn: &mut Connection, lock_wait: Duration) -> Resul
     wait_for(conn, busy_timeout(lock_wait))
 }
 
-/// How long a checkpoint that starts the write-ahead log over waits for the
-/// transactions of other connections to end: they take milliseconds, and a
-/// reader that keeps one open longer (a shell, a backup) must not hold up
+/// How long a checkpoint that truncates an overgrown write-ahead log waits for
+/// the transactions of other connections to end: they take milliseconds, and
+/// a reader that keeps one open longer (a shell, a backup) must not hold up
 /// every commit after it for the whole lock wait.
 pub(super) const CHECKPOINT_WAIT: Duration = Duration::from_millis(25);
 
-/// Run `f` with `conn` waiting on locks for at most [`CHECKPOINT_WAIT`], then
-/// as for `lock_wait` again.
-pub(super) fn waiting_briefly<T>(
+/// How long the checkpoint after a commit that filled the log to
+/// [`CHECKPOINT_FRAMES`](super::CHECKPOINT_FRAMES) waits for the lock and for
+/// readers: another writer that holds the lock meanwhile checkpoints after its
+/// own commit, so waiting on it would only delay this process's next write.
+pub(super) const RESTART_WAIT: Duration = Duration::from_millis(1);
+
+/// Run `f` with `conn` waiting on locks for at most `wait`, then as for
+/// `lock_wait` again.
+pub(super) fn waiting_at_most<T>(
     conn: &mut Connection,
+    wait: Duration,
     lock_wait: Duration,
     f: impl FnOnce(&Connection) -> T,
 ) -> Result<T, Error> {
-    wait_for(conn, CHECKPOINT_WAIT)?;
+    wait_for(conn, wait)?;
     let out = f(conn);
     wait_on_locks(conn, lock_wait)?;
     Ok(out)

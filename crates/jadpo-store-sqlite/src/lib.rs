@@ -41,8 +41,8 @@ use jadpo_core::store::{
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tx::Tx;
 
@@ -67,6 +67,13 @@ pub struct SqliteStore {
     log_limit: AtomicU64,
     /// The write-ahead log's file (`PATH-wal`); none in memory, which has no log.
     log: Option<PathBuf>,
+    /// The frames in the write-ahead log after this connection's last commit
+    /// (set by SQLite's WAL hook, which stands in for its own checkpoint
+    /// after a commit: see [`CHECKPOINT_FRAMES`]).
+    log_frames: Arc<AtomicU32>,
+    /// The frames past which the next commit checkpoints ([`CHECKPOINT_FRAMES`],
+    /// and twice the log's length after a checkpoint that could not finish).
+    checkpoint_at: AtomicU32,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -138,6 +145,8 @@ impl SqliteStore {
                 log.push("-wal");
                 PathBuf::from(log)
             }),
+            log_frames: Arc::default(),
+            checkpoint_at: AtomicU32::new(CHECKPOINT_FRAMES),
         };
         match store.prepare(true, options.access) {
             Ok(version) => store.version = version,
@@ -184,6 +193,8 @@ impl SqliteStore {
             version: 0,
             log_limit: AtomicU64::new(WAL_LIMIT),
             log: None,
+            log_frames: Arc::default(),
+            checkpoint_at: AtomicU32::new(CHECKPOINT_FRAMES),
         };
         store.version = store.prepare(false, Access::ReadWrite)?;
         Ok(store)
@@ -231,6 +242,12 @@ impl SqliteStore {
         let path = self.path.clone();
         let mut conn = self.lock();
         busy::wait_on_locks(&mut conn, self.lock_wait)?;
+        // The commits' checkpoints are the store's own (see `keep_log_short`).
+        let frames = self.log_frames.clone();
+        conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
+            frames.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+            Ok(())
+        }))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // A stable plan per statement: without it SQLite re-prepares a cached
         // statement whenever a bound value (`now`, a state) changes, which was most
@@ -284,14 +301,29 @@ impl SqliteStore {
         Ok(written)
     }
 
-    /// Fold the write-ahead log into the file and start it over if it has grown
-    /// past its limit, waiting at most [`busy::CHECKPOINT_WAIT`] for other
-    /// connections' transactions. The commit before it stands either way. A
-    /// checkpoint that fails or cannot finish (a reader keeps an older
-    /// snapshot open) is tried again once the log is twice as long, so that
-    /// such a reader costs the commits after it little: each try holds the
-    /// write lock while it waits.
+    /// After a commit: once the log holds [`CHECKPOINT_FRAMES`], fold it into
+    /// the file holding the write lock, so that the next writer starts it over
+    /// (waiting at most [`busy::RESTART_WAIT`] for the lock and for readers);
+    /// and if the log's file has grown past its limit (readers kept the log
+    /// from starting over), truncate it, waiting at most
+    /// [`busy::CHECKPOINT_WAIT`]. The commit before stands either way. A
+    /// checkpoint that fails or cannot finish (a reader keeps an older snapshot
+    /// open) is tried again once the log is twice as long, so that such a
+    /// reader costs the commits after it little: each try holds the write lock
+    /// while it waits.
     fn keep_log_short(&self, conn: &mut Connection) {
+        let frames = self.log_frames.load(Ordering::Relaxed);
+        if frames < CHECKPOINT_FRAMES {
+            // The log started over (after this connection's checkpoint or another's).
+            self.checkpoint_at.store(CHECKPOINT_FRAMES, Ordering::Relaxed);
+        } else if frames >= self.checkpoint_at.load(Ordering::Relaxed) {
+            // The pragma's first column says whether it could not finish.
+            let done = busy::waiting_at_most(conn, busy::RESTART_WAIT, self.lock_wait, |c| {
+                c.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0))
+            });
+            let next = if matches!(done, Ok(Ok(0))) { CHECKPOINT_FRAMES } else { frames.saturating_mul(2) };
+            self.checkpoint_at.store(next, Ordering::Relaxed);
+        }
         let Some(Ok(size)) = self.log.as_ref().map(|log| std::fs::metadata(log).map(|m| m.len())) else {
             return;
         };
@@ -299,7 +331,7 @@ impl SqliteStore {
             return;
         }
         // The pragma's first column says whether it could not finish.
-        let done = busy::waiting_briefly(conn, self.lock_wait, |c| {
+        let done = busy::waiting_at_most(conn, busy::CHECKPOINT_WAIT, self.lock_wait, |c| {
             c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
         });
         let next = if matches!(done, Ok(Ok(0))) { WAL_LIMIT } else { size.saturating_mul(2) };
@@ -329,6 +361,17 @@ impl SqliteStore {
 /// log to 59 MiB (133 MiB with `status` asked ten times a second), beside a
 /// 74 MiB store.
 const WAL_LIMIT: u64 = 16 << 20;
+
+/// The frames (pages written) in the write-ahead log at which the commit that
+/// wrote them folds the log into the file (SQLite's own default). SQLite's
+/// checkpoint after a commit runs once the commit has let go of the write
+/// lock: with several processes on one file, another wrote during it, so the
+/// log could not start over, and every commit after it checkpointed again
+/// (each syncing the file) until one ended with no other writing. Four
+/// processes spent twice the time in checkpoints that one did. The store's
+/// checkpoint (`RESTART`) holds the write lock, and the next writer starts
+/// the log over.
+const CHECKPOINT_FRAMES: u32 = 1000;
 
 /// A read-only connection to the store at `path` for a process that cannot make
 /// the store's log or its index: the file read as it is on disk

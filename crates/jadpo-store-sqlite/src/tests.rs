@@ -418,3 +418,73 @@ fn a_column_is_found_by_the_word_after_its_last_space_or_dot() {
     let at = |name| super::column_at(LIST, name);
     assert_eq!([at("id"), at("event"), at("handled"), at("payload"), at("held")], [0, 1, 2, 3, 4]);
 }
+
+/// `n` events of one delivery each.
+fn paid(n: usize) -> Vec<NewEvent> {
+    let event = || NewEvent {
+        name: "Paid".into(),
+        payload: "{\"order\": 1}".into(),
+        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
+    };
+    (0..n).map(|_| event()).collect()
+}
+
+/// The frames in the store's write-ahead log after its last commit.
+fn log_frames(store: &SqliteStore) -> u32 {
+    store.log_frames.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Emit until the log starts over (its frames fewer than after the commit
+/// before), at most `tries` times; the most frames it held, or `None` if it did
+/// not start over.
+fn emit_until_the_log_starts_over(store: &SqliteStore, tries: usize) -> Option<u32> {
+    let mut most = 0;
+    for _ in 0..tries {
+        let before = log_frames(store);
+        store.emit(&paid(50), T0).expect("emit");
+        let after = log_frames(store);
+        most = most.max(after);
+        if after < before {
+            return Some(most);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_commit_that_fills_the_log_folds_it_into_the_file_and_the_next_starts_it_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).expect("open");
+    for round in 0..3 {
+        let most = emit_until_the_log_starts_over(&store, 2_000).unwrap_or_else(|| panic!("round {round}: never"));
+        // The commit that reached the limit checkpointed; the one after it
+        // started the log over, adding no more than one commit's frames.
+        assert!((super::CHECKPOINT_FRAMES..super::CHECKPOINT_FRAMES + 100).contains(&most), "round {round}: {most}");
+    }
+    let log = std::fs::metadata(dir.path().join("store.db-wal")).expect("the log").len();
+    assert!(log < 1_100 * (4096 + 24), "the log's file stays as long as 1,000 frames: {log} bytes");
+}
+
+#[test]
+fn a_reader_of_an_old_snapshot_puts_the_log_starting_over_off_and_no_commit_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).expect("open");
+    let reader = rusqlite::Connection::open(&path).expect("a reader");
+    reader.execute_batch("BEGIN").expect("begin");
+    let seen: i64 = reader.query_row("SELECT count(*) FROM jadpo_events", [], |r| r.get(0)).expect("read");
+    assert_eq!(seen, 0);
+    // Every commit is written while the reader keeps its snapshot, and the
+    // checkpoint that could not finish is not tried again at every commit.
+    assert_eq!(emit_until_the_log_starts_over(&store, 300), None, "no new log while the reader reads the old");
+    let events: i64 = store.lock().query_row("SELECT count(*) FROM jadpo_events", [], |r| r.get(0)).expect("count");
+    assert_eq!(events, 300 * 50);
+    assert!(log_frames(&store) > super::CHECKPOINT_FRAMES, "{}", log_frames(&store));
+    let next = store.checkpoint_at.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(next > super::CHECKPOINT_FRAMES, "put off: {next}");
+    // Once the reader is done, the next checkpoint finishes and the log starts over.
+    reader.execute_batch("COMMIT").expect("end the read");
+    assert!(emit_until_the_log_starts_over(&store, 2_000).is_some());
+    assert_eq!(store.checkpoint_at.load(std::sync::atomic::Ordering::Relaxed), super::CHECKPOINT_FRAMES);
+}
