@@ -15,7 +15,8 @@
 //! beside the claims.
 //! A loop takes its in-flight permits before it claims, so every delivery it
 //! claims starts at once and its run's time limit (counted from the claim) is
-//! all its own. An outcome is logged once its transaction has committed. The
+//! all its own. An outcome is logged once its transaction has committed (the
+//! claims' outcomes on a thread of their own, in the order written). The
 //! tick, once a second, sweeps
 //! the breakers (alerts, probes woken, releases) and runs due schedules. Expired
 //! leases are taken back by the claims themselves (a claim reads ended leases
@@ -275,6 +276,15 @@ impl Live {
         // thread to wake or behind the attempts queued on the run's threads.
         let claim_thread = if one_writer { ClaimThread::start() } else { None };
         let attempts = tokio::runtime::Handle::current();
+        // The outcomes the claims write are logged in the order written, on a
+        // thread of their own: a claim does not wait for the last one's lines.
+        let (log, to_log) = std::sync::mpsc::channel::<(Vec<Done>, Vec<usize>)>();
+        let r = self.clone();
+        let logger = tokio::task::spawn_blocking(move || {
+            for (done, written) in to_log {
+                r.outcomes_written(&done, &written);
+            }
+        });
         let mut loops = Vec::new();
         for _ in 0..self.config().workers.max(1) {
             let claims = Claims {
@@ -288,6 +298,7 @@ impl Live {
                 most: (capacity / 2).max(1),
                 here: claim_thread.is_some(),
                 attempts: attempts.clone(),
+                log: log.clone(),
             };
             let work = supervised(
                 halt.clone(),
@@ -317,6 +328,7 @@ impl Live {
             let _ = l.await;
         }
         drop(claim_thread);
+        drop(log);
         let _ = tick.await;
         if let Some(retain) = retain {
             let _ = retain.await;
@@ -336,6 +348,7 @@ impl Live {
         };
         finished.close();
         let _ = committer.await;
+        let _ = logger.await;
         let recorded = finished.recorded.load(Ordering::Relaxed);
         halt.result(RunSummary { recorded, abandoned })
     }
@@ -685,10 +698,12 @@ struct Claims {
     most: usize,
     here: bool,
     attempts: tokio::runtime::Handle,
+    /// Where the outcomes a claim wrote go to be logged.
+    log: std::sync::mpsc::Sender<(Vec<Done>, Vec<usize>)>,
 }
 
 async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Receiver<bool>) {
-    let Claims { finished, inflight, turn, most, here, attempts } = claims;
+    let Claims { finished, inflight, turn, most, here, attempts, log } = claims;
     let one_writer = finished.one_writer;
     let mut stop = halt.subscribe();
     let mut backoff = Backoff::default();
@@ -770,9 +785,8 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
         });
         finished.count(written.len());
         if !written.is_empty() {
-            // Logged once the next claim may begin.
-            let r = rt.clone();
-            let _ = tokio::task::spawn_blocking(move || r.outcomes_written(&done, &written)).await;
+            // The logger is there until the claim loops end.
+            let _ = log.send((done, written));
         }
         if changed < limit {
             // Drained what is due: sleep until the next due time, a poll for work
