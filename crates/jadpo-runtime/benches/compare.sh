@@ -8,14 +8,17 @@
 #      seconds, 10 by default, and WRK_CONNECTIONS its connection counts, its own
 #      default "1 16 64 256" unless set; CALLGRIND_EVENTS the instruction count's
 #      backlog, 5000 by default, and CALLGRIND_REPEAT its runs per binary, 1 by
-#      default; BENCHES which of "sqlite postgres ingest callgrind" to run, all by
-#      default; JADPO_BENCH_POSTGRES_URL as for pg_throughput.sh)
+#      default; BENCHES which of "sqlite sqlite4 postgres ingest callgrind" to
+#      run, all by default; JADPO_BENCH_POSTGRES_URL as for pg_throughput.sh)
 #
 # Builds nothing: each script is given the binary in `JADPOC`. Each round runs,
 # for each benchmark, the two binaries one after the other, the old first in odd
 # rounds and the new first in even ones (so that neither always runs on a machine
 # the other has just warmed or loaded):
-#   sqlite:   throughput.sh EVENTS (SQLite, fake driver), its `deliveries/s`;
+#   sqlite:   throughput.sh EVENTS (SQLite, fake driver), its `deliveries/s`
+#             (first to last outcome) and `waited/s` (start to status);
+#   sqlite4:  the same with four processes on the one file (throughput.sh
+#             EVENTS 4), to set beside one process's figures of the same round;
 #   postgres: pg_throughput.sh BACKLOG 1, one run a round
 #             (JADPO_BENCH_REPEAT=1) and without its SQL emit, its `deliveries/s`;
 #   ingest:   ingest_wrk.sh WRK_SECONDS WRK_CONNECTIONS, its `requests/s` at each
@@ -51,7 +54,7 @@ WRK_SECONDS=${WRK_SECONDS:-10}
 read -r -a WRK_CONNS <<< "${WRK_CONNECTIONS:-}"
 CALLGRIND_EVENTS=${CALLGRIND_EVENTS:-5000}
 CALLGRIND_REPEAT=${CALLGRIND_REPEAT:-1}
-BENCHES=${BENCHES:-sqlite postgres ingest callgrind}
+BENCHES=${BENCHES:-sqlite sqlite4 postgres ingest callgrind}
 positive CALLGRIND_REPEAT "$CALLGRIND_REPEAT"
 need python3
 need bc
@@ -140,6 +143,7 @@ for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS (${ORDER[0]} first)"
   for side in "${ORDER[@]}"; do
     if wants sqlite; then bench "$round" sqlite "$side" throughput.sh "$EVENTS"; fi
+    if wants sqlite4; then bench "$round" sqlite4 "$side" throughput.sh "$EVENTS" 4; fi
   done
   for side in "${ORDER[@]}"; do
     if wants postgres; then bench "$round" postgres "$side" pg_throughput.sh "$BACKLOG" 1; fi
