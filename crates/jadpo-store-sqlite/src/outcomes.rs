@@ -98,8 +98,9 @@ pub(super) fn insert_attempts(tx: &Tx<'_>, rows: &[AttemptRow<'_>]) -> Result<()
     Ok(())
 }
 
-/// The statement writing an attempt's decision on its delivery, guarded; bound by
-/// position in the order of `CONCLUDE_PARAMS`, as [`INSERT_ATTEMPT`] is.
+/// The statement writing an attempt's decision on its delivery, guarded; bound
+/// by position in the order of `CONCLUDE_PARAMS` (which a test checks), as the
+/// attempt rows are in the order of [`ATTEMPT_COLUMNS`].
 pub(super) const CONCLUDE: &str = "UPDATE jadpo_deliveries SET state = :state, due_at = :due_at, lease_until = NULL, \
      last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
      last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END, \
