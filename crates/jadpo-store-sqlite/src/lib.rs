@@ -286,10 +286,13 @@ impl SqliteStore {
     }
 
     /// Run `f` on the connection, waiting on a locked database (see
-    /// [`busy::with_retry`]).
+    /// [`busy::with_retry`]); a commit of `f`'s that filled the write-ahead log
+    /// checkpoints it (see [`checkpoint_if_full`](Self::checkpoint_if_full)).
     fn with_retry<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
         let mut conn = self.lock();
-        Ok(busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?)
+        let out = busy::with_retry(&mut conn, &self.path, self.lock_wait, f);
+        self.checkpoint_if_full(&mut conn);
+        Ok(out?)
     }
 
     /// [`with_retry`](Self::with_retry) for a write a run makes over and over
@@ -305,14 +308,11 @@ impl SqliteStore {
     /// After a commit: once the log holds [`CHECKPOINT_FRAMES`], fold it into
     /// the file holding the write lock, so that the next writer starts it over
     /// (not waiting for the lock or for readers: [`busy::RESTART_WAIT`]; one
-    /// that cannot finish is tried again [`CHECKPOINT_RETRY_FRAMES`] later);
-    /// and if the log's file has grown past its limit all the same (readers
-    /// kept the log from starting over), truncate it, waiting at most
-    /// [`busy::CHECKPOINT_WAIT`] and, if that cannot finish (a reader keeps an
-    /// older snapshot open), trying again once the log is twice as long, so
-    /// that such a reader costs the commits after it little: each try holds
-    /// the write lock while it waits. The commit before stands either way.
-    fn keep_log_short(&self, conn: &mut Connection) {
+    /// that cannot finish is tried again [`CHECKPOINT_RETRY_FRAMES`] later).
+    /// Every write does this, in place of SQLite's own checkpoint after a
+    /// commit (which the WAL hook turns off); after a read there is nothing to
+    /// do. The commit before stands either way.
+    fn checkpoint_if_full(&self, conn: &mut Connection) {
         let frames = self.log_frames.load(Ordering::Relaxed);
         if frames < CHECKPOINT_FRAMES {
             // The log started over (after this connection's checkpoint or another's).
@@ -329,6 +329,17 @@ impl SqliteStore {
             };
             self.checkpoint_at.store(next, Ordering::Relaxed);
         }
+    }
+
+    /// After a write a run makes over and over: the checkpoint of a full log
+    /// ([`checkpoint_if_full`](Self::checkpoint_if_full)), and if the log's file has grown past its limit all the same (readers
+    /// kept the log from starting over), truncate it, waiting at most
+    /// [`busy::CHECKPOINT_WAIT`] and, if that cannot finish (a reader keeps an
+    /// older snapshot open), trying again once the log is twice as long, so
+    /// that such a reader costs the commits after it little: each try holds
+    /// the write lock while it waits. The commit before stands either way.
+    fn keep_log_short(&self, conn: &mut Connection) {
+        self.checkpoint_if_full(conn);
         let Some(Ok(size)) = self.log.as_ref().map(|log| std::fs::metadata(log).map(|m| m.len())) else {
             return;
         };

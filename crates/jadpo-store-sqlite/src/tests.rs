@@ -493,3 +493,31 @@ fn a_reader_of_an_old_snapshot_puts_the_log_starting_over_off_and_no_commit_fail
     assert!(emit_until_the_log_starts_over(&store, 2_000).is_some());
     assert_eq!(store.checkpoint_at.load(std::sync::atomic::Ordering::Relaxed), super::CHECKPOINT_FRAMES);
 }
+
+#[test]
+fn a_write_of_any_kind_that_fills_the_log_folds_it_into_the_file() {
+    // Writes other than a run's claims, outcomes and emits (an operator's
+    // retry, a prune, the expansion of events written in SQL) take the same
+    // checkpoint: SQLite's own is turned off.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("store.db")).expect("open");
+    let mut started_over = 0;
+    for i in 0..2_000 {
+        let before = log_frames(&store);
+        store
+            .with_retry(|conn| {
+                let tx = Tx::immediate(conn)?;
+                tx.execute(
+                    "INSERT INTO jadpo_events (name, payload, emitted_at) VALUES ('Paid', zeroblob(8000), ?1)",
+                    [i],
+                )?;
+                tx.commit()
+            })
+            .expect("write");
+        if log_frames(&store) < before {
+            started_over += 1;
+        }
+        assert!(log_frames(&store) < super::CHECKPOINT_FRAMES + 10, "{}", log_frames(&store));
+    }
+    assert!(started_over >= 2, "the log started over {started_over} times");
+}
