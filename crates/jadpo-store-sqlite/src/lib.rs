@@ -41,7 +41,7 @@ use jadpo_core::store::{
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tx::Tx;
@@ -67,10 +67,10 @@ pub struct SqliteStore {
     log_limit: AtomicU64,
     /// The write-ahead log's file (`PATH-wal`); none in memory, which has no log.
     log: Option<PathBuf>,
-    /// The frames in the write-ahead log after this connection's last commit
-    /// (set by SQLite's WAL hook, which stands in for its own checkpoint
-    /// after a commit: see [`CHECKPOINT_FRAMES`]).
-    log_frames: Arc<AtomicU32>,
+    /// What SQLite's WAL hook tells of this connection's commits (the hook
+    /// stands in for SQLite's own checkpoint after a commit: see
+    /// [`CHECKPOINT_FRAMES`]).
+    commits: Arc<Commits>,
     /// The frames past which the next commit checkpoints ([`CHECKPOINT_FRAMES`],
     /// or [`CHECKPOINT_RETRY_FRAMES`] past the log's length after a checkpoint
     /// that could not finish).
@@ -146,7 +146,7 @@ impl SqliteStore {
                 log.push("-wal");
                 PathBuf::from(log)
             }),
-            log_frames: Arc::default(),
+            commits: Arc::default(),
             checkpoint_at: AtomicU32::new(CHECKPOINT_FRAMES),
         };
         match store.prepare(true, options.access) {
@@ -194,7 +194,7 @@ impl SqliteStore {
             version: 0,
             log_limit: AtomicU64::new(WAL_LIMIT),
             log: None,
-            log_frames: Arc::default(),
+            commits: Arc::default(),
             checkpoint_at: AtomicU32::new(CHECKPOINT_FRAMES),
         };
         store.version = store.prepare(false, Access::ReadWrite)?;
@@ -244,9 +244,10 @@ impl SqliteStore {
         let mut conn = self.lock();
         busy::wait_on_locks(&mut conn, self.lock_wait)?;
         // The commits' checkpoints are the store's own (see `keep_log_short`).
-        let frames = self.log_frames.clone();
+        let commits = self.commits.clone();
         conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: std::ffi::c_int| {
-            frames.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+            commits.frames.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+            commits.new.store(true, Ordering::Relaxed);
             Ok(())
         }))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -313,7 +314,12 @@ impl SqliteStore {
     /// commit (which the WAL hook turns off); after a read there is nothing to
     /// do. The commit before stands either way.
     fn checkpoint_if_full(&self, conn: &mut Connection) {
-        let frames = self.log_frames.load(Ordering::Relaxed);
+        if !self.commits.new.swap(false, Ordering::Relaxed) {
+            // No commit since the last look: the frames seen then may be
+            // another process's checkpoint out of date.
+            return;
+        }
+        let frames = self.commits.frames.load(Ordering::Relaxed);
         if frames < CHECKPOINT_FRAMES {
             // The log started over (after this connection's checkpoint or another's).
             self.checkpoint_at.store(CHECKPOINT_FRAMES, Ordering::Relaxed);
@@ -377,6 +383,15 @@ impl SqliteStore {
 /// log to 59 MiB (133 MiB with `status` asked ten times a second), beside a
 /// 74 MiB store.
 const WAL_LIMIT: u64 = 16 << 20;
+
+/// What SQLite's WAL hook tells of a connection's commits.
+#[derive(Default)]
+struct Commits {
+    /// The frames in the write-ahead log after the last commit.
+    frames: AtomicU32,
+    /// Whether a commit came since the store last looked.
+    new: AtomicBool,
+}
 
 /// The frames (pages written) in the write-ahead log at which the commit that
 /// wrote them folds the log into the file (SQLite's own default). SQLite's

@@ -431,7 +431,7 @@ fn paid(n: usize) -> Vec<NewEvent> {
 
 /// The frames in the store's write-ahead log after its last commit.
 fn log_frames(store: &SqliteStore) -> u32 {
-    store.log_frames.load(std::sync::atomic::Ordering::Relaxed)
+    store.commits.frames.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Emit until the log starts over (its frames fewer than after the commit
