@@ -8,6 +8,11 @@ use jadpo_core::store::{ClaimedSchedule, ScheduleSpec};
 use rusqlite::{Connection, named_params};
 
 pub(super) fn sync(conn: &mut Connection, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), Error> {
+    // A program without schedules writes nothing: no write lock is taken (with
+    // several processes starting on one file, each would wait its turn for it).
+    if schedules.is_empty() {
+        return Ok(());
+    }
     let tx = Tx::immediate(conn)?;
     for s in schedules {
         let every = rules::ms_i64(s.every_ms);

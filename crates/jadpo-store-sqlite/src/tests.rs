@@ -521,3 +521,22 @@ fn a_write_of_any_kind_that_fills_the_log_folds_it_into_the_file() {
     }
     assert!(started_over >= 2, "the log started over {started_over} times");
 }
+
+#[test]
+fn a_program_without_schedules_starts_without_the_write_lock() {
+    use jadpo_core::store::OpenOptions;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    drop(SqliteStore::open(&path).expect("create"));
+    let options = OpenOptions { lock_wait: std::time::Duration::from_millis(50), ..OpenOptions::read_write() };
+    let store = SqliteStore::open_with(&path, options).expect("open");
+    // Another process holds the write lock.
+    let other = rusqlite::Connection::open(&path).expect("another connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("the write lock");
+    store.sync_schedules(&[], T0).expect("nothing to write, no lock to wait for");
+    let every = jadpo_core::store::ScheduleSpec { name: "nightly".into(), every_ms: 60_000, timeout_ms: 1_000 };
+    assert!(
+        matches!(store.sync_schedules(&[every], T0), Err(jadpo_core::store::StoreError::Busy { .. })),
+        "a schedule to write waits for the lock, and gives up"
+    );
+}
