@@ -278,7 +278,7 @@ impl Live {
         let attempts = tokio::runtime::Handle::current();
         // The outcomes the claims write are logged in the order written, on a
         // thread of their own: a claim does not wait for the last one's lines.
-        let (log, to_log) = std::sync::mpsc::channel::<(Vec<Done>, Vec<usize>)>();
+        let (log, to_log) = std::sync::mpsc::channel::<Written>();
         let r = self.clone();
         let logger = tokio::task::spawn_blocking(move || {
             for (done, written) in to_log {
@@ -699,8 +699,11 @@ struct Claims {
     here: bool,
     attempts: tokio::runtime::Handle,
     /// Where the outcomes a claim wrote go to be logged.
-    log: std::sync::mpsc::Sender<(Vec<Done>, Vec<usize>)>,
+    log: std::sync::mpsc::Sender<Written>,
 }
+
+/// Outcomes a claim took and the indexes of those it wrote.
+type Written = (Vec<Done>, Vec<usize>);
 
 async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Receiver<bool>) {
     let Claims { finished, inflight, turn, most, here, attempts, log } = claims;

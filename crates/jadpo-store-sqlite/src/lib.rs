@@ -287,33 +287,28 @@ impl SqliteStore {
     }
 
     /// Run `f` on the connection, waiting on a locked database (see
-    /// [`busy::with_retry`]); a commit of `f`'s that filled the write-ahead log
-    /// checkpoints it (see [`checkpoint_if_full`](Self::checkpoint_if_full)).
+    /// [`busy::with_retry`]); after a commit of `f`'s the write-ahead log is
+    /// kept short (see [`keep_log_short`](Self::keep_log_short)).
     fn with_retry<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
         let mut conn = self.lock();
         let out = busy::with_retry(&mut conn, &self.path, self.lock_wait, f);
-        self.checkpoint_if_full(&mut conn);
+        self.keep_log_short(&mut conn);
         Ok(out?)
     }
 
-    /// [`with_retry`](Self::with_retry) for a write a run makes over and over
-    /// (claims, outcomes, emits): once it is committed, the write-ahead log is
-    /// kept short (see [`WAL_LIMIT`]).
-    fn write<T>(&self, f: impl FnMut(&mut Connection) -> Result<T, Error>) -> Result<T, StoreError> {
-        let mut conn = self.lock();
-        let written = busy::with_retry(&mut conn, &self.path, self.lock_wait, f)?;
-        self.keep_log_short(&mut conn);
-        Ok(written)
-    }
-
-    /// After a commit: once the log holds [`CHECKPOINT_FRAMES`], fold it into
-    /// the file holding the write lock, so that the next writer starts it over
-    /// (not waiting for the lock or for readers: [`busy::RESTART_WAIT`]; one
-    /// that cannot finish is tried again [`CHECKPOINT_RETRY_FRAMES`] later).
-    /// Every write does this, in place of SQLite's own checkpoint after a
-    /// commit (which the WAL hook turns off); after a read there is nothing to
-    /// do. The commit before stands either way.
-    fn checkpoint_if_full(&self, conn: &mut Connection) {
+    /// After a commit, in place of SQLite's own checkpoint (which the WAL hook
+    /// turns off): once the log holds [`CHECKPOINT_FRAMES`], fold it into the
+    /// file holding the write lock, so that the next writer starts it over (not
+    /// waiting for the lock or for readers: [`busy::RESTART_WAIT`]; one that
+    /// cannot finish is tried again [`CHECKPOINT_RETRY_FRAMES`] later); and if
+    /// the log's file has grown past its limit all the same (readers kept the
+    /// log from starting over), truncate it, waiting at most
+    /// [`busy::CHECKPOINT_WAIT`] and, if that cannot finish (a reader keeps an
+    /// older snapshot open), trying again once the log is twice as long, so
+    /// that such a reader costs the commits after it little: each try holds
+    /// the write lock while it waits. After a read there is nothing to do. The
+    /// commit before stands either way.
+    fn keep_log_short(&self, conn: &mut Connection) {
         if !self.commits.new.swap(false, Ordering::Relaxed) {
             // No commit since the last look: the frames seen then may be
             // another process's checkpoint out of date.
@@ -335,17 +330,6 @@ impl SqliteStore {
             };
             self.checkpoint_at.store(next, Ordering::Relaxed);
         }
-    }
-
-    /// After a write a run makes over and over: the checkpoint of a full log
-    /// ([`checkpoint_if_full`](Self::checkpoint_if_full)), and if the log's file has grown past its limit all the same (readers
-    /// kept the log from starting over), truncate it, waiting at most
-    /// [`busy::CHECKPOINT_WAIT`] and, if that cannot finish (a reader keeps an
-    /// older snapshot open), trying again once the log is twice as long, so
-    /// that such a reader costs the commits after it little: each try holds
-    /// the write lock while it waits. The commit before stands either way.
-    fn keep_log_short(&self, conn: &mut Connection) {
-        self.checkpoint_if_full(conn);
         let Some(Ok(size)) = self.log.as_ref().map(|log| std::fs::metadata(log).map(|m| m.len())) else {
             return;
         };
@@ -595,7 +579,7 @@ fn uri_path(path: &Path) -> String {
 
 impl Store for SqliteStore {
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.write(|conn| outcomes::emit(conn, events, now_ms))
+        self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -738,7 +722,7 @@ impl Store for SqliteStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
-        self.write(|conn| claims::claim(conn, now_ms, limit, decide, raise))
+        self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
     }
 
     fn record_raising(
@@ -750,7 +734,7 @@ impl Store for SqliteStore {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.write(|conn| outcomes::record(conn, outcomes, raised, raise))
+        self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
     }
 
     fn record_then_claim_raising(
@@ -761,7 +745,7 @@ impl Store for SqliteStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<(Vec<usize>, ClaimReport), StoreError> {
-        self.write(|conn| {
+        self.with_retry(|conn| {
             let tx = Tx::immediate(conn)?;
             // The outcomes first: a claim then reads their breakers' counts, and
             // the keys their deliveries held free.

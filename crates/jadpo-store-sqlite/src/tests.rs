@@ -15,15 +15,20 @@ use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
 
 const T0: i64 = 1_700_000_000_000;
 
-/// A store with one pending delivery (id 1), due at `T0`.
-fn store() -> SqliteStore {
-    let store = SqliteStore::open_in_memory().expect("open");
-    let event = NewEvent {
+/// `n` events `Paid`, of one delivery each (to `rec` through `c`).
+fn paid(n: usize) -> Vec<NewEvent> {
+    let event = || NewEvent {
         name: "Paid".into(),
         payload: "{}".into(),
         deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
     };
-    store.emit(&[event], T0).expect("emit");
+    (0..n).map(|_| event()).collect()
+}
+
+/// A store with one pending delivery (id 1), due at `T0`.
+fn store() -> SqliteStore {
+    let store = SqliteStore::open_in_memory().expect("open");
+    store.emit(&paid(1), T0).expect("emit");
     store
 }
 
@@ -417,16 +422,6 @@ fn a_column_is_found_by_the_word_after_its_last_space_or_dot() {
     const LIST: &str = "d.id, e.name AS event, d.handled_at IS NOT NULL AS handled, payload , 0 AS held";
     let at = |name| super::column_at(LIST, name);
     assert_eq!([at("id"), at("event"), at("handled"), at("payload"), at("held")], [0, 1, 2, 3, 4]);
-}
-
-/// `n` events of one delivery each.
-fn paid(n: usize) -> Vec<NewEvent> {
-    let event = || NewEvent {
-        name: "Paid".into(),
-        payload: "{\"order\": 1}".into(),
-        deliveries: vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }],
-    };
-    (0..n).map(|_| event()).collect()
 }
 
 /// The frames in the store's write-ahead log after its last commit.
