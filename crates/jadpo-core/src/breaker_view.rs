@@ -198,7 +198,8 @@ impl ProcessBreakers {
     }
 
     /// `n` runs [`ClaimView::gate`] let through on `connection` did not start
-    /// (another process changed the delivery first, or the claim failed).
+    /// (the connection's turn sent them back to wait, another process changed
+    /// the delivery first, or the claim failed).
     pub fn not_started(&self, connection: &str, n: usize) {
         if n > 0
             && let Some(c) = self.lock().connections.get_mut(connection)

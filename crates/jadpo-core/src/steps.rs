@@ -309,6 +309,8 @@ impl Runtime {
                             match rules::rate::turn(rate, c.breaker.rate_tat_us, now_ms, last) {
                                 Some(RateTurn::Wait { until_ms, turn_us }) => {
                                     queued.insert(c.connection.clone(), turn_us);
+                                    // The gate counted it in flight: it does not run.
+                                    self.breakers.not_started(&c.connection, 1);
                                     return (ClaimDecision::Wait { until_ms }, None);
                                 }
                                 Some(RateTurn::Go { next_tat_us }) => {

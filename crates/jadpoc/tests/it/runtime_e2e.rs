@@ -137,6 +137,23 @@ fn runtime_unavailable_is_pending_with_one_attempt_due_1s_to_30s_ahead() {
 }
 
 #[test]
+fn runtime_deliveries_that_came_during_a_retry_after_run_once_it_has_passed() {
+    // The first two calls are answered `rate_limited` with a Retry-After of 2s.
+    // The claims of those two seconds leave the other deliveries waiting for the
+    // connection's turn, one claim of one at a time; once it comes, they run.
+    let e = env("");
+    for i in 0..12 {
+        e.emit(&format!(r#"{{"id": "p{i}", "cents": {i}}}"#));
+    }
+    let mut args = fakes(&["c=rate_limited(2s)*2,ok"]);
+    args.extend_from_slice(&["--workers", "1", "--batch", "2"]);
+    let succeeded = |l: &[Value]| l.iter().filter(|d| state(d) == "succeeded").count();
+    let (list, _) = e.run_until_with(&args, &[], |l| succeeded(l) >= 10);
+    assert_eq!(list.len(), 12);
+    assert!(list.iter().all(|d| d["attempts"].as_i64() >= Some(1)), "{list:#?}");
+}
+
+#[test]
 fn runtime_operator_retry_runs_again_with_a_fresh_budget_keeping_history() {
     let e = env("");
     e.emit(r#"{"id": "p1", "cents": 100}"#);

@@ -173,7 +173,8 @@ fn filter_runs_only_the_tests_whose_name_contains_it() {
         "ok   a Retry-After delays the next attempt to what it asks\n\
          ok   a Retry-After on unavailable delays too\n\
          ok   a Retry-After past the window fails at once\n\
-         3 passed, 0 failed\n"
+         ok   deliveries that came during a Retry-After run once it has passed\n\
+         4 passed, 0 failed\n"
     );
     // A filter that matches nothing fails, so that a typo cannot pass CI.
     let out = jadpoc_test(&["tests/scenarios/", "--filter", "no such test"]);
