@@ -127,6 +127,38 @@ impl Sql {
         self.query(sql)[0].get(0)
     }
 
+    /// What a stalled test shows beside the runs' logs: the deliveries by state
+    /// and due time, the breakers, and what each session of the database is
+    /// doing or waiting on.
+    fn where_things_stand(&mut self, schema: &str) -> String {
+        let reads = [
+            format!(
+                "SELECT state || ' ' || count(*) || ' due ' || coalesce(min(due_at) - \
+                 (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 0) || '..' || \
+                 coalesce(max(due_at) - (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 0) || ' ms from now' \
+                 FROM {schema}.deliveries GROUP BY state"
+            ),
+            format!("SELECT row_to_json(b)::text FROM {schema}.circuit_breakers b"),
+            "SELECT pid || ' ' || coalesce(state, '') || ' ' || coalesce(wait_event_type || ':' || wait_event, '-') \
+             || ' for ' || coalesce((clock_timestamp() - state_change)::text, '') || ': ' || left(query, 160) \
+             FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                .to_string(),
+            "SELECT locktype || ' ' || coalesce(relation::regclass::text, objid::text, '') || ' ' || mode || ' pid ' \
+             || pid || CASE WHEN granted THEN ' held' ELSE ' waiting' END \
+             FROM pg_locks WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND locktype IN ('advisory', 'tuple', 'transactionid') OR NOT granted"
+                .to_string(),
+        ];
+        let mut out = String::new();
+        for sql in reads {
+            for row in self.try_query(&sql).unwrap_or_default() {
+                out.push_str(&row.get::<_, Option<String>>(0).unwrap_or_default());
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// Waits until every delivery of the schema is `succeeded` (and there are
     /// `n`); returns how long it took.
     fn wait_all_succeeded(&mut self, schema: &str, n: i64, procs: &mut [Proc]) -> Duration {
@@ -140,7 +172,11 @@ impl Sql {
                 }
                 if start.elapsed() > DEADLINE {
                     let logs: Vec<String> = procs.iter().map(Proc::log).collect();
-                    panic!("{done} of {all} deliveries succeeded in time (expected {n}):\n{}", logs.join("\n"));
+                    panic!(
+                        "{done} of {all} deliveries succeeded in time (expected {n}):\n{}\n{}",
+                        self.where_things_stand(schema),
+                        logs.join("\n")
+                    );
                 }
             }
             for p in procs.iter_mut() {
