@@ -208,6 +208,14 @@ impl ProcessBreakers {
         }
     }
 
+    /// A connection with runs counted in flight, and how many: with no attempt
+    /// under way there is none (a run counted and never started would hold a
+    /// slot of a connection not yet answering well for good).
+    pub fn counted_in_flight(&self) -> Option<(String, usize)> {
+        let views = self.lock();
+        views.connections.iter().find(|(_, c)| c.in_flight > 0).map(|(name, c)| (name.clone(), c.in_flight))
+    }
+
     /// An attempt of `delivery` on `connection` ended with `outcome` at `now_ms`;
     /// true when the connection was at its limit (a claim may be waiting).
     pub fn concluded(&self, connection: &str, delivery: i64, outcome: &Outcome, now_ms: i64) -> bool {

@@ -265,6 +265,7 @@ impl Scenario {
                 if let Some(f) = self.inflight.take() {
                     self.finish(f.work, f.outcome)?;
                 }
+                self.nothing_counted_in_flight()?;
                 continue;
             }
             let due = match self.known_due {
@@ -316,6 +317,7 @@ impl Scenario {
                 for c in report.run {
                     self.start_attempt(c)?;
                 }
+                self.nothing_counted_in_flight()?;
             } else {
                 // Only the kinds of work due now: the sweep and the schedules' claim
                 // each find nothing to do before their time (nothing else writes
@@ -335,6 +337,22 @@ impl Scenario {
         }
         self.clock.advance_to(end);
         Ok(())
+    }
+
+    /// With no attempt under way, no run may be counted in flight on any
+    /// connection: one counted and never started would keep a connection that
+    /// has not answered well from running anything again.
+    fn nothing_counted_in_flight(&self) -> Result<(), FailureDetail> {
+        if self.inflight.is_some() {
+            return Ok(());
+        }
+        match self.runtime.counted_in_flight() {
+            None => Ok(()),
+            Some((connection, n)) => Err(FailureDetail::Runtime(format!(
+                "{n} run(s) of connection `{connection}` counted in flight at {} with no attempt under way",
+                format_offset(self.now_ms() - START_MS)
+            ))),
+        }
     }
 
     fn start(&mut self, work: Work, prepared: Result<PreparedCall, Outcome>) -> Result<(), StoreError> {

@@ -366,6 +366,12 @@ impl Runtime {
         Ok((extra, DueClaim { report, waiting }))
     }
 
+    /// A connection with runs counted in flight, and how many (see
+    /// [`ProcessBreakers::counted_in_flight`]).
+    pub fn counted_in_flight(&self) -> Option<(String, usize)> {
+        self.breakers.counted_in_flight()
+    }
+
     /// The call a claimed delivery makes, or the defect that stops it before it is
     /// made (as the outcome to record).
     pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
