@@ -9,4 +9,5 @@ mod faults;
 mod pauses;
 mod retention;
 mod runtime;
+mod stalls;
 mod store;

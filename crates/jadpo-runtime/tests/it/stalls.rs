@@ -1,0 +1,121 @@
+//! Random programs and provider scripts, run in virtual time: whatever the
+//! providers answer (failures, Retry-After, hangs), with rates, in-flight
+//! limits and ordering keys, the runtime never leaves a due delivery that no
+//! claim takes, nor counts a run in flight that never started. The
+//! virtual-time driver checks both as it goes (docs/testing.md, "How it
+//! works"); no step here expects anything else, so any failure is one of them,
+//! or a store error.
+
+use jadpo_check::{Lower, SourceFile, check};
+use jadpo_runtime::scenario::run_test;
+use proptest::prelude::*;
+use std::sync::Arc;
+
+/// One provider answer, as a test's `fake` step writes it.
+fn answer() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => Just("ok".to_string()),
+        3 => Just("unavailable".to_string()),
+        1 => Just("rejected".to_string()),
+        1 => Just("outcome_unknown".to_string()),
+        1 => Just("hang".to_string()),
+        2 => (1u32..=120).prop_map(|s| format!("rate_limited({s}s)")),
+        1 => (1u32..=90).prop_map(|m| format!("unavailable({m}m)")),
+        1 => (2u32..=6).prop_map(|n| format!("unavailable * {n}")),
+    ]
+}
+
+/// A connection's settings: a rate (or none), its in-flight limit.
+fn connection() -> impl Strategy<Value = String> {
+    (prop::option::of((1u32..=30, prop::sample::select(vec!["s", "m"]), 1u32..=3)), 1u32..=4).prop_map(
+        |(rate, in_flight)| {
+            let rate = rate.map(|(n, unit, burst)| format!("rate: {n}/{unit}  burst: {burst}")).unwrap_or_default();
+            format!("{rate}  max_in_flight: {in_flight}")
+        },
+    )
+}
+
+/// A step of the test: events emitted (`n` of them, with `key` their ordering
+/// key) or time passing.
+#[derive(Debug, Clone)]
+enum Step {
+    Emit { n: u32, key: u32 },
+    Wait(String),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (1u32..=6, 0u32..3).prop_map(|(n, key)| Step::Emit { n, key }),
+        prop::sample::select(vec!["0s", "1s", "5s", "30s", "2m", "10m", "1h"]).prop_map(|w| Step::Wait(w.to_string())),
+    ]
+}
+
+fn program(a: &str, b: &str, answers_a: &[String], answers_b: &[String], steps: &[Step]) -> String {
+    let mut text = format!(
+        r#"event Paid {{
+    id: string
+    customer: string
+}}
+connection a {{ url: "http://127.0.0.1:9/a"  {a} }}
+connection b {{ url: "http://127.0.0.1:9/b"  {b} }}
+action record(id: string) {{ via: a }}
+action mail(id: string) {{ via: b }}
+subscriber short_budget {{
+    on: Paid
+    run: record(event.id)
+    retry: {{ attempts: 4  within: 1h }}
+}}
+subscriber in_order {{
+    on: Paid
+    run: mail(event.id)
+    order_by: event.customer
+}}
+subscriber default_budget {{
+    on: Paid
+    run: record(event.id)
+}}
+test "random" {{
+    fake a: [{}]
+    fake b: [{}]
+"#,
+        answers_a.join(", "),
+        answers_b.join(", ")
+    );
+    let mut id = 0;
+    for s in steps {
+        match s {
+            Step::Emit { n, key } => {
+                for _ in 0..*n {
+                    id += 1;
+                    text.push_str(&format!("    emit Paid {{ id: \"p{id}\", customer: \"c{key}\" }}\n"));
+                }
+            }
+            Step::Wait(w) => text.push_str(&format!("    wait {w}\n")),
+        }
+    }
+    // Long enough for every budget's window and the breakers' probes.
+    text.push_str("    wait 3d\n}\n");
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_due_delivery_is_left_and_no_slot_is_kept(
+        a in connection(),
+        b in connection(),
+        answers_a in prop::collection::vec(answer(), 1..6),
+        answers_b in prop::collection::vec(answer(), 1..6),
+        steps in prop::collection::vec(step(), 1..10),
+        seed in any::<u64>(),
+    ) {
+        let text = program(&a, &b, &answers_a, &answers_b, &steps);
+        let checked = check(&[SourceFile { name: "random.jadpo".into(), text: text.clone() }], Lower::Yes);
+        let program = checked.program.map(Arc::new);
+        prop_assert!(program.is_some(), "does not check: {:?}\n{text}", checked.diagnostics);
+        let Some(program) = program else { return Ok(()) };
+        let result = run_test(&program, &program.tests[0], seed);
+        prop_assert!(result.is_ok(), "seed {seed}: {:?}\n{text}", result.err());
+    }
+}
