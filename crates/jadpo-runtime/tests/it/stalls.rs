@@ -1,6 +1,7 @@
 //! Random programs and provider scripts, run in virtual time: whatever the
 //! providers answer (failures, Retry-After, hangs), with rates, in-flight
-//! limits and ordering keys, the runtime never leaves a due delivery that no
+//! limits, ordering keys, a schedule and subscribers of jadpo's own events
+//! (a failed delivery, an outage), the runtime never leaves a due delivery that no
 //! claim takes, nor counts a run in flight that never started. The
 //! virtual-time driver checks both as it goes (docs/testing.md, "How it
 //! works"); no step here expects anything else, so any failure is one of them,
@@ -73,6 +74,21 @@ subscriber in_order {{
 subscriber default_budget {{
     on: Paid
     run: record(event.id)
+}}
+action page(who: string, attempts: int) {{ via: b }}
+subscriber on_failure {{
+    on: jadpo.delivery_failed
+    run: page(event.subscriber, event.attempts)
+}}
+action alert(name: string) {{ via: a }}
+subscriber on_outage {{
+    on: jadpo.connection_unavailable
+    run: alert(event.connection)
+}}
+action sync(scope: string) {{ via: a }}
+schedule hourly {{
+    every: 1h
+    run: sync("all")
 }}
 test "random" {{
     fake a: [{}]
