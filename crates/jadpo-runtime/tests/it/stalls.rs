@@ -6,11 +6,15 @@
 //! virtual-time driver checks both as it goes (docs/testing.md, "How it
 //! works"); no step here expects anything, so any failure is one of them, or
 //! a store error (an operator's retry of a delivery that cannot be retried
-//! ends a test as the step's own failure, and is let be).
+//! ends a test as the step's own failure, and is let be). And when the
+//! providers end up answering well, every delivery ends.
 
+use jadpo_check::program::DeliveryState;
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::scenario::FailureDetail;
+use jadpo_core::scenario::run_test_traced;
 use jadpo_runtime::scenario::run_test;
+use jadpo_store_sqlite::SqliteStore;
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -26,6 +30,13 @@ fn answer() -> impl Strategy<Value = String> {
         1 => (1u32..=90).prop_map(|m| format!("unavailable({m}m)")),
         1 => (2u32..=6).prop_map(|n| format!("unavailable * {n}")),
     ]
+}
+
+/// An answer a provider may give on its way to answering well: no hang, no
+/// `outcome_unknown` (which parks its delivery, and an ordered one's key with
+/// it, until an operator acts).
+fn recoverable_answer() -> impl Strategy<Value = String> {
+    answer().prop_filter("ends on its own", |a| a != "hang" && a != "outcome_unknown")
 }
 
 /// A connection's settings: a rate (or none), its in-flight limit.
@@ -144,5 +155,44 @@ proptest! {
         let result = run_test(&program, &program.tests[0], seed);
         let stalled = result.as_ref().err().filter(|f| !matches!(f.detail, FailureDetail::Step(_)));
         prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{text}");
+    }
+
+    /// Providers that fail for a while and then answer `ok` (the last answer
+    /// repeats): three days on, every delivery has ended, succeeded or failed
+    /// with its budget spent; none is left pending, running or held.
+    #[test]
+    fn every_delivery_ends_once_the_providers_answer_well(
+        a in connection(),
+        b in connection(),
+        answers_a in prop::collection::vec(recoverable_answer(), 0..5),
+        answers_b in prop::collection::vec(recoverable_answer(), 0..5),
+        steps in prop::collection::vec(step(), 1..10),
+        seed in any::<u64>(),
+    ) {
+        let ok = |mut answers: Vec<String>| {
+            answers.push("ok".to_string());
+            answers
+        };
+        let text = program(&a, &b, &ok(answers_a), &ok(answers_b), &steps);
+        let checked = check(&[SourceFile { name: "random.jadpo".into(), text: text.clone() }], Lower::Yes);
+        let program = checked.program.map(Arc::new);
+        prop_assert!(program.is_some(), "does not check: {:?}\n{text}", checked.diagnostics);
+        let Some(program) = program else { return Ok(()) };
+        let store = SqliteStore::open_in_memory();
+        prop_assert!(store.is_ok(), "no store: {:?}", store.err());
+        let Ok(store) = store else { return Ok(()) };
+        let run = run_test_traced(&program, &program.tests[0], seed, Arc::new(store));
+        if run.result.as_ref().is_err_and(|f| matches!(f.detail, FailureDetail::Step(_))) {
+            // A retry that could not be made ended the test before its last wait.
+            return Ok(());
+        }
+        prop_assert!(run.result.is_ok(), "seed {seed}: {:?}\n{text}", run.result.err());
+        let deliveries = run.deliveries.map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let open: Vec<_> = deliveries
+            .iter()
+            .filter(|(d, _)| !matches!(d.state, DeliveryState::Succeeded | DeliveryState::Failed))
+            .map(|(d, attempts)| format!("{} {} {:?} after {} attempts", d.id, d.subscriber, d.state, attempts.len()))
+            .collect();
+        prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{text}");
     }
 }
