@@ -9,7 +9,7 @@
 //! ends a test as the step's own failure, and is let be). And when the
 //! providers end up answering well, every delivery ends.
 
-use jadpo_check::program::DeliveryState;
+use jadpo_check::program::{DeliveryState, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::scenario::FailureDetail;
 use jadpo_core::scenario::run_test_traced;
@@ -133,6 +133,15 @@ test "random" {{
     text
 }
 
+/// The random program `text`, checked (every one generated must check).
+fn checked(text: &str) -> Result<Arc<Program>, TestCaseError> {
+    let checked = check(&[SourceFile { name: "random.jadpo".into(), text: text.to_string() }], Lower::Yes);
+    checked
+        .program
+        .map(Arc::new)
+        .ok_or_else(|| TestCaseError::fail(format!("does not check: {:?}\n{text}", checked.diagnostics)))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -146,10 +155,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let text = program(&a, &b, &answers_a, &answers_b, &steps);
-        let checked = check(&[SourceFile { name: "random.jadpo".into(), text: text.clone() }], Lower::Yes);
-        let program = checked.program.map(Arc::new);
-        prop_assert!(program.is_some(), "does not check: {:?}\n{text}", checked.diagnostics);
-        let Some(program) = program else { return Ok(()) };
+        let program = checked(&text)?;
         // A retry of a delivery that is neither failed nor parked ends the
         // test there, as the step's own failure: not what is looked for.
         let result = run_test(&program, &program.tests[0], seed);
@@ -174,10 +180,7 @@ proptest! {
             answers
         };
         let text = program(&a, &b, &ok(answers_a), &ok(answers_b), &steps);
-        let checked = check(&[SourceFile { name: "random.jadpo".into(), text: text.clone() }], Lower::Yes);
-        let program = checked.program.map(Arc::new);
-        prop_assert!(program.is_some(), "does not check: {:?}\n{text}", checked.diagnostics);
-        let Some(program) = program else { return Ok(()) };
+        let program = checked(&text)?;
         let store = SqliteStore::open_in_memory();
         prop_assert!(store.is_ok(), "no store: {:?}", store.err());
         let Ok(store) = store else { return Ok(()) };
