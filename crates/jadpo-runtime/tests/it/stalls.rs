@@ -142,19 +142,28 @@ fn checked(text: &str) -> Result<Arc<Program>, TestCaseError> {
         .ok_or_else(|| TestCaseError::fail(format!("does not check: {:?}\n{text}", checked.diagnostics)))
 }
 
+prop_compose! {
+    /// A random program's text, its providers' scripts drawn from `answers`,
+    /// and the seed to run it under.
+    fn case(answers: BoxedStrategy<Vec<String>>)(
+        a in connection(),
+        b in connection(),
+        answers_a in answers.clone(),
+        answers_b in answers,
+        steps in prop::collection::vec(step(), 1..10),
+        seed in any::<u64>(),
+    ) -> (String, u64) {
+        (program(&a, &b, &answers_a, &answers_b, &steps), seed)
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn no_due_delivery_is_left_and_no_slot_is_kept(
-        a in connection(),
-        b in connection(),
-        answers_a in prop::collection::vec(answer(), 1..6),
-        answers_b in prop::collection::vec(answer(), 1..6),
-        steps in prop::collection::vec(step(), 1..10),
-        seed in any::<u64>(),
+        (text, seed) in case(prop::collection::vec(answer(), 1..6).boxed()),
     ) {
-        let text = program(&a, &b, &answers_a, &answers_b, &steps);
         let program = checked(&text)?;
         // A retry of a delivery that is neither failed nor parked ends the
         // test there, as the step's own failure: not what is looked for.
@@ -168,18 +177,15 @@ proptest! {
     /// with its budget spent; none is left pending, running or held.
     #[test]
     fn every_delivery_ends_once_the_providers_answer_well(
-        a in connection(),
-        b in connection(),
-        answers_a in prop::collection::vec(recoverable_answer(), 0..5),
-        answers_b in prop::collection::vec(recoverable_answer(), 0..5),
-        steps in prop::collection::vec(step(), 1..10),
-        seed in any::<u64>(),
+        (text, seed) in case(
+            prop::collection::vec(recoverable_answer(), 0..5)
+                .prop_map(|mut answers| {
+                    answers.push("ok".to_string());
+                    answers
+                })
+                .boxed(),
+        ),
     ) {
-        let ok = |mut answers: Vec<String>| {
-            answers.push("ok".to_string());
-            answers
-        };
-        let text = program(&a, &b, &ok(answers_a), &ok(answers_b), &steps);
         let program = checked(&text)?;
         let store = SqliteStore::open_in_memory();
         prop_assert!(store.is_ok(), "no store: {:?}", store.err());
