@@ -86,12 +86,27 @@ pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELE
      WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
      AND b.state IN ('pending', 'running', 'held', 'parked')))";
 
+/// The stretch of a due index a read takes its rows from, between two (due
+/// time, id) entries, each bound left out; `None`: from the head, or to the end.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Span {
+    pub after: Option<(i64, i64)>,
+    pub before: Option<(i64, i64)>,
+}
+
+impl Span {
+    /// From just after `after` (the head when `None`) to the end.
+    pub fn after(after: Option<(i64, i64)>) -> Span {
+        Span { after, before: None }
+    }
+}
+
 pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
     s: &str,
     of: DeliveryState,
-    after: Option<(i64, i64)>,
+    span: Span,
     now_ms: i64,
     limit: usize,
 ) -> Result<Vec<ClaimRow>, StoreError> {
@@ -105,7 +120,8 @@ pub(super) fn read_rows(
              d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload, \
              d.order_key IS NOT NULL AS ordered \
              FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3){} \
+             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
+             AND (d.due_at, d.id) < ($5, $6){} \
              ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
             of.as_str(),
             // A lease that ended is its key's head already; a pending one may wait
@@ -114,9 +130,12 @@ pub(super) fn read_rows(
         ),
         s,
     );
-    let (after_due, after_id) = after.unwrap_or((i64::MIN, i64::MIN));
+    let (after_due, after_id) = span.after.unwrap_or((i64::MIN, i64::MIN));
+    let (before_due, before_id) = span.before.unwrap_or((i64::MAX, i64::MAX));
     let statement = prepared.get(tx, sql)?;
-    let rows = tx.query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64)]).map_err(pg_error)?;
+    let rows = tx
+        .query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64), &before_due, &before_id])
+        .map_err(pg_error)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let state = state_of(&col::<String>(r, "state")?)?;
@@ -339,7 +358,7 @@ fn read_due(
 ) -> Result<Due, StoreError> {
     let mut cursor = lock(cursor);
     let after = cursor.running.start(now_ms);
-    let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, after, now_ms, limit)?;
+    let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, Span::after(after), now_ms, limit)?;
     // Every lease ending by now was read, unless the batch was full.
     cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
@@ -353,7 +372,16 @@ fn read_due(
             Some(own) if *turn => Some(own.max((col(&shared, "due")?, col(&shared, "id")?))),
             start => start,
         };
-        let pending = read_rows(tx, prepared, s, DeliveryState::Pending, after, now_ms, left)?;
+        let mut pending = read_rows(tx, prepared, s, DeliveryState::Pending, Span::after(after), now_ms, left)?;
+        if pending.len() < left && after.is_some() {
+            // Read on, the claim found fewer than it could take: the rows it
+            // passed may hold some due now (due earlier than the last it took,
+            // or let go since), which it takes first rather than a poll later.
+            let passed = Span { after: None, before: after };
+            let mut earlier = read_rows(tx, prepared, s, DeliveryState::Pending, passed, now_ms, left - pending.len())?;
+            earlier.append(&mut pending);
+            pending = earlier;
+        }
         cursor.pending.after = if pending.len() == left { pending.last().map(position) } else { None };
         read_to = cursor.pending.after;
         rows.extend(pending);

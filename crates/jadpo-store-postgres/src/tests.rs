@@ -97,8 +97,16 @@ impl Db {
 fn claim_statement(db: &Db, meddling: &str) -> bool {
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
-    let rows = claims::read_rows(&mut tx, &mut Prepared::default(), "\"jadpo\"", DeliveryState::Pending, None, T0, 1)
-        .expect("read");
+    let rows = claims::read_rows(
+        &mut tx,
+        &mut Prepared::default(),
+        "\"jadpo\"",
+        DeliveryState::Pending,
+        claims::Span::default(),
+        T0,
+        1,
+    )
+    .expect("read");
     assert_eq!(rows.len(), 1);
     if !meddling.is_empty() {
         tx.batch_execute(meddling).expect("meddle");
@@ -291,7 +299,7 @@ fn emit_due(store: &PgStore, due: i64) {
 }
 
 #[test]
-fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick() {
+fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick_or_when_short() {
     use jadpo_core::config::CLAIM_FROM_HEAD_EVERY_MS as EVERY;
     let every = EVERY as i64;
     let Some(db) = Db::new() else { return };
@@ -307,10 +315,16 @@ fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick() {
     assert_eq!(run_ids(&store, T0 + every - 1, 1), vec![3], "the early one waits within a tick");
     assert_eq!(run_ids(&store, T0 + every, 1), vec![5], "read from the head a tick later");
     assert_eq!(run_ids(&store, T0 + every + 1, 1), vec![4]);
-    // A batch that comes back short sends the next claim to the head.
+    // A claim that reads on and comes back short takes the rows it passed that
+    // are due, in the same claim: here the only one due, behind where it read on.
     emit_due(&store, T0 - 20);
-    assert_eq!(run_ids(&store, T0 + every + 2, 10), Vec::<i64>::new());
-    assert_eq!(run_ids(&store, T0 + every + 3, 10), vec![6]);
+    assert_eq!(run_ids(&store, T0 + every + 2, 1), vec![6], "the row behind, at once");
+    emit_due(&store, T0 + every + 3);
+    emit_due(&store, T0 + every + 3);
+    assert_eq!(run_ids(&store, T0 + every + 3, 1), vec![7]);
+    emit_due(&store, T0 - 30);
+    assert_eq!(run_ids(&store, T0 + every + 4, 10), vec![9, 8], "the one passed first, then the one ahead");
+    assert_eq!(run_ids(&store, T0 + every + 5, 10), Vec::<i64>::new());
 }
 
 #[test]

@@ -7,16 +7,22 @@
 //! works"); no step here expects anything, so any failure is one of them, or
 //! a store error (an operator's retry of a delivery that cannot be retried
 //! ends a test as the step's own failure, and is let be). And when the
-//! providers end up answering well, every delivery ends.
+//! providers end up answering well, every delivery ends. Both hold on SQLite
+//! and on PostgreSQL, whose claims read on from a cursor.
 
 use jadpo_check::program::{DeliveryState, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::scenario::FailureDetail;
-use jadpo_core::scenario::run_test_traced;
+use jadpo_core::scenario::{TracedRun, run_test_traced};
+use jadpo_core::store::{OpenOptions, StoreError};
 use jadpo_runtime::scenario::run_test;
+use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
+use jadpo_test_support::PgDatabase;
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One provider answer, as a test's `fake` step writes it.
 fn answer() -> impl Strategy<Value = String> {
@@ -157,40 +163,52 @@ prop_compose! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+/// Where a case runs: a SQLite store in memory, or a schema of its own in
+/// one PostgreSQL database (created by the store as it opens, dropped after).
+enum On {
+    Sqlite,
+    Postgres(PgCases),
+}
 
-    #[test]
-    fn no_due_delivery_is_left_and_no_slot_is_kept(
-        (text, seed) in case(prop::collection::vec(answer(), 1..6).boxed()),
-    ) {
-        let program = checked(&text)?;
-        // A retry of a delivery that is neither failed nor parked ends the
-        // test there, as the step's own failure: not what is looked for.
-        let result = run_test(&program, &program.tests[0], seed);
-        let stalled = result.as_ref().err().filter(|f| !matches!(f.detail, FailureDetail::Step(_)));
-        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{text}");
+/// The PostgreSQL database the cases of a property share, a schema a case.
+struct PgCases {
+    db: PgDatabase,
+    next: AtomicUsize,
+}
+
+impl On {
+    /// PostgreSQL, or `None` where no server answers (outside CI: see
+    /// [`PgDatabase::new`]).
+    fn postgres() -> Option<On> {
+        let db = PgDatabase::new("jadpo_stalls")?;
+        // What is looked for is what the claims decide, not what survives a
+        // crash: commits need not wait for the server's log to reach the disk.
+        let name = db.url.rsplit('/').next().unwrap_or_default().to_string();
+        db.client()
+            .batch_execute(&format!("ALTER DATABASE {name} SET synchronous_commit = off"))
+            .expect("commits without waiting for the disk");
+        Some(On::Postgres(PgCases { db, next: AtomicUsize::new(0) }))
     }
 
-    /// Providers that fail for a while and then answer `ok` (the last answer
-    /// repeats): three days on, every delivery has ended, succeeded or failed
-    /// with its budget spent; none is left pending, running or held.
-    #[test]
-    fn every_delivery_ends_once_the_providers_answer_well(
-        (text, seed) in case(
-            prop::collection::vec(recoverable_answer(), 0..5)
-                .prop_map(|mut answers| {
-                    answers.push("ok".to_string());
-                    answers
-                })
-                .boxed(),
-        ),
-    ) {
-        let program = checked(&text)?;
-        let store = SqliteStore::open_in_memory();
-        prop_assert!(store.is_ok(), "no store: {:?}", store.err());
-        let Ok(store) = store else { return Ok(()) };
-        let run = run_test_traced(&program, &program.tests[0], seed, Arc::new(store));
+    /// The first property on this store: the driver's checks never fire.
+    fn no_stall(&self, text: &str, seed: u64) -> Result<(), TestCaseError> {
+        let program = checked(text)?;
+        let result = match self {
+            // `jadpoc test`'s own way: the thread's store, emptied.
+            On::Sqlite => run_test(&program, &program.tests[0], seed),
+            On::Postgres(_) => self.traced(&program, seed)?.result,
+        };
+        // A retry of a delivery that is neither failed nor parked ends the
+        // test there, as the step's own failure: not what is looked for.
+        let stalled = result.as_ref().err().filter(|f| !matches!(f.detail, FailureDetail::Step(_)));
+        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{text}");
+        Ok(())
+    }
+
+    /// The second property on this store: three days after the providers
+    /// answer well, every delivery has ended.
+    fn every_delivery_ends(&self, text: &str, seed: u64) -> Result<(), TestCaseError> {
+        let run = self.traced(&checked(text)?, seed)?;
         if run.result.as_ref().is_err_and(|f| matches!(f.detail, FailureDetail::Step(_))) {
             // A retry that could not be made ended the test before its last wait.
             return Ok(());
@@ -203,5 +221,91 @@ proptest! {
             .map(|(d, attempts)| format!("{} {} {:?} after {} attempts", d.id, d.subscriber, d.state, attempts.len()))
             .collect();
         prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{text}");
+        Ok(())
     }
+
+    /// The program's test run under `seed` on a fresh store, with every
+    /// delivery it made.
+    fn traced(&self, program: &Arc<Program>, seed: u64) -> Result<TracedRun, TestCaseError> {
+        let fail = |e: StoreError| TestCaseError::fail(e.to_string());
+        match self {
+            On::Sqlite => {
+                let store = SqliteStore::open_in_memory().map_err(fail)?;
+                Ok(run_test_traced(program, &program.tests[0], seed, Arc::new(store)))
+            }
+            On::Postgres(cases) => {
+                let schema = format!("case{}", cases.next.fetch_add(1, Ordering::Relaxed));
+                let url = format!("{}?schema={schema}", cases.db.url);
+                let store = PgStore::open(&url, OpenOptions::read_write()).map_err(fail)?;
+                let run = run_test_traced(program, &program.tests[0], seed, Arc::new(store));
+                // The store is closed with the run; its schema goes, so that the
+                // database stays small over the cases.
+                let dropped = cases.db.client().batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+                prop_assert!(dropped.is_ok(), "drop {schema}: {dropped:?}");
+                Ok(run)
+            }
+        }
+    }
+}
+
+/// A random program's provider scripts for the first property: any answers.
+fn any_answers() -> BoxedStrategy<Vec<String>> {
+    prop::collection::vec(answer(), 1..6).boxed()
+}
+
+/// Scripts for the second property: answers a provider recovers from, then
+/// `ok` (the last answer repeats).
+fn answers_ending_ok() -> BoxedStrategy<Vec<String>> {
+    prop::collection::vec(recoverable_answer(), 0..5)
+        .prop_map(|mut answers| {
+            answers.push("ok".to_string());
+            answers
+        })
+        .boxed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_due_delivery_is_left_and_no_slot_is_kept((text, seed) in case(any_answers())) {
+        On::Sqlite.no_stall(&text, seed)?;
+    }
+
+    /// Providers that fail for a while and then answer `ok` (the last answer
+    /// repeats): three days on, every delivery has ended, succeeded or failed
+    /// with its budget spent; none is left pending, running or held.
+    #[test]
+    fn every_delivery_ends_once_the_providers_answer_well((text, seed) in case(answers_ending_ok())) {
+        On::Sqlite.every_delivery_ends(&text, seed)?;
+    }
+}
+
+// The same properties on PostgreSQL, whose claims read on from a cursor and
+// take the processes' turns: fewer cases, since each of a case's store calls
+// is a round trip to the server (a case of three busy days makes thousands),
+// in one database a property, a schema a case.
+
+/// The cases a property runs on PostgreSQL.
+const PG_CASES: u32 = 24;
+
+/// `property` over PG_CASES random programs whose providers answer from
+/// `answers`, each on a fresh PostgreSQL schema.
+fn on_postgres(property: fn(&On, &str, u64) -> Result<(), TestCaseError>, answers: BoxedStrategy<Vec<String>>) {
+    let Some(on) = On::postgres() else { return };
+    let config = ProptestConfig { cases: PG_CASES, source_file: Some(file!()), ..ProptestConfig::default() };
+    let result = TestRunner::new(config).run(&case(answers), |(text, seed)| property(&on, &text, seed));
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn on_postgres_no_due_delivery_is_left_and_no_slot_is_kept() {
+    on_postgres(On::no_stall, any_answers());
+}
+
+#[test]
+fn on_postgres_every_delivery_ends_once_the_providers_answer_well() {
+    on_postgres(On::every_delivery_ends, answers_ending_ok());
 }
