@@ -421,8 +421,21 @@ impl Scenario {
         Ok(self.store.breakers()?.into_iter().find(|b| b.connection == connection).map(|b| b.row).unwrap_or_default())
     }
 
-    /// Run one step.
-    fn step(&mut self, step: &Step) -> Result<(), FailureDetail> {
+    /// An operator's change made beside the runtime, as `jadpoc breakers`,
+    /// `jadpoc deliveries` or the console make one (a pause, a resume, a skip):
+    /// `change` on the store at the current virtual time. What the driver knew
+    /// of the deliveries and breakers is read again after it.
+    pub fn operator<T>(
+        &mut self,
+        change: impl FnOnce(&dyn Store, i64) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.deliveries_change();
+        self.tick_ran_at = None;
+        change(&*self.store, self.now_ms())
+    }
+
+    /// Run one step of a test.
+    pub fn step(&mut self, step: &Step) -> Result<(), FailureDetail> {
         let program = self.program.clone();
         match step {
             Step::Fake { connection, answers } => {

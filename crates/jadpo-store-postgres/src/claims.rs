@@ -87,17 +87,18 @@ pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELE
      AND b.state IN ('pending', 'running', 'held', 'parked')))";
 
 /// The stretch of a due index a read takes its rows from, between two (due
-/// time, id) entries, each bound left out; `None`: from the head, or to the end.
+/// time, id) entries: after `after` (`None`: from the head) up to `up_to`
+/// itself (`None`: to the end).
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Span {
     pub after: Option<(i64, i64)>,
-    pub before: Option<(i64, i64)>,
+    pub up_to: Option<(i64, i64)>,
 }
 
 impl Span {
     /// From just after `after` (the head when `None`) to the end.
     pub fn after(after: Option<(i64, i64)>) -> Span {
-        Span { after, before: None }
+        Span { after, up_to: None }
     }
 }
 
@@ -121,7 +122,7 @@ pub(super) fn read_rows(
              d.order_key IS NOT NULL AS ordered \
              FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
              WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
-             AND (d.due_at, d.id) < ($5, $6){} \
+             AND (d.due_at, d.id) <= ($5, $6){} \
              ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
             of.as_str(),
             // A lease that ended is its key's head already; a pending one may wait
@@ -131,10 +132,10 @@ pub(super) fn read_rows(
         s,
     );
     let (after_due, after_id) = span.after.unwrap_or((i64::MIN, i64::MIN));
-    let (before_due, before_id) = span.before.unwrap_or((i64::MAX, i64::MAX));
+    let (up_to_due, up_to_id) = span.up_to.unwrap_or((i64::MAX, i64::MAX));
     let statement = prepared.get(tx, sql)?;
     let rows = tx
-        .query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64), &before_due, &before_id])
+        .query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64), &up_to_due, &up_to_id])
         .map_err(pg_error)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
@@ -375,9 +376,11 @@ fn read_due(
         let mut pending = read_rows(tx, prepared, s, DeliveryState::Pending, Span::after(after), now_ms, left)?;
         if pending.len() < left && after.is_some() {
             // Read on, the claim found fewer than it could take: the rows it
-            // passed may hold some due now (due earlier than the last it took,
-            // or let go since), which it takes first rather than a poll later.
-            let passed = Span { after: None, before: after };
+            // passed, up to where it started, may hold some due now (due earlier
+            // than the last one taken, or let go or released since: a row
+            // released is due where it stood), which it takes first rather
+            // than a poll later.
+            let passed = Span { after: None, up_to: after };
             let mut earlier = read_rows(tx, prepared, s, DeliveryState::Pending, passed, now_ms, left - pending.len())?;
             earlier.append(&mut pending);
             pending = earlier;

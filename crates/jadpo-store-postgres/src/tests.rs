@@ -328,6 +328,17 @@ fn claims_read_on_after_a_full_batch_and_from_the_head_at_least_every_tick_or_wh
 }
 
 #[test]
+fn a_row_due_again_where_the_claims_read_on_from_is_taken_by_the_next_claim() {
+    let Some(db) = Db::new() else { return };
+    let store = db.store();
+    assert_eq!(run_ids(&store, T0, 1), vec![1], "a full batch: the claims read on after it");
+    // Due again where it stood, at the very entry the claims read on after (held
+    // there and released at the same time, say).
+    db.meddle(&format!("UPDATE jadpo.deliveries SET state = 'pending', due_at = {T0}, lease_until = NULL"));
+    assert_eq!(run_ids(&store, T0, 1), vec![1]);
+}
+
+#[test]
 fn a_claim_reads_on_while_the_one_before_it_still_holds_its_rows() {
     let Some(db) = Db::new() else { return };
     let store = std::sync::Arc::new(db.store());

@@ -12,10 +12,10 @@
 
 use jadpo_check::program::{DeliveryState, Program};
 use jadpo_check::{Lower, SourceFile, check};
+use jadpo_core::rules::breaker::Pause;
 use jadpo_core::scenario::FailureDetail;
-use jadpo_core::scenario::{TracedRun, run_test_traced};
-use jadpo_core::store::{OpenOptions, StoreError};
-use jadpo_runtime::scenario::run_test;
+use jadpo_core::scenario::Scenario;
+use jadpo_core::store::{AttemptView, DeliveryView, OpenOptions, Store, StoreError};
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
 use jadpo_test_support::PgDatabase;
@@ -56,22 +56,44 @@ fn connection() -> impl Strategy<Value = String> {
 }
 
 /// A step of the test: events emitted (`n` of them, with `key` their ordering
-/// key), time passing, or the operator's retry of a subscriber's latest
-/// delivery.
+/// key), time passing, or an operator's action: a retry or a skip of a
+/// subscriber's latest delivery, a connection paused (for so many minutes, or
+/// until resumed) or resumed. Pauses, resumes and skips have no step in the
+/// test's language: the run makes them beside the test's own steps, as
+/// `jadpoc breakers` and `jadpoc deliveries` do beside a run.
 #[derive(Debug, Clone)]
 enum Step {
     Emit { n: u32, key: u32 },
     Wait(String),
     Retry(String),
+    Skip(String),
+    Pause { connection: String, minutes: Option<i64> },
+    Resume(String),
+}
+
+impl Step {
+    /// How many steps of the test's text this one wrote.
+    fn written(&self) -> usize {
+        match self {
+            Step::Emit { n, .. } => *n as usize,
+            Step::Wait(_) | Step::Retry(_) => 1,
+            Step::Skip(_) | Step::Pause { .. } | Step::Resume(_) => 0,
+        }
+    }
 }
 
 fn step() -> impl Strategy<Value = Step> {
+    let subscriber = || prop::sample::select(vec!["short_budget", "in_order", "default_budget"]);
+    let connection = || prop::sample::select(vec!["a", "b"]);
     prop_oneof![
-        4 => (1u32..=6, 0u32..3).prop_map(|(n, key)| Step::Emit { n, key }),
-        4 => prop::sample::select(vec!["0s", "1s", "5s", "30s", "2m", "10m", "1h", "1d"])
+        8 => (1u32..=6, 0u32..3).prop_map(|(n, key)| Step::Emit { n, key }),
+        8 => prop::sample::select(vec!["0s", "1s", "5s", "30s", "2m", "10m", "1h", "1d"])
             .prop_map(|w| Step::Wait(w.to_string())),
-        1 => prop::sample::select(vec!["short_budget", "in_order", "default_budget"])
-            .prop_map(|s| Step::Retry(s.to_string())),
+        2 => subscriber().prop_map(|s| Step::Retry(s.to_string())),
+        1 => subscriber().prop_map(|s| Step::Skip(s.to_string())),
+        1 => (connection(), prop::option::of(1i64..=180))
+            .prop_map(|(c, minutes)| Step::Pause { connection: c.to_string(), minutes }),
+        1 => connection().prop_map(|c| Step::Resume(c.to_string())),
     ]
 }
 
@@ -132,6 +154,7 @@ test "random" {{
             }
             Step::Wait(w) => text.push_str(&format!("    wait {w}\n")),
             Step::Retry(subscriber) => text.push_str(&format!("    retry {subscriber}\n")),
+            Step::Skip(_) | Step::Pause { .. } | Step::Resume(_) => {}
         }
     }
     // Long enough for every budget's window and the breakers' probes.
@@ -148,9 +171,17 @@ fn checked(text: &str) -> Result<Arc<Program>, TestCaseError> {
         .ok_or_else(|| TestCaseError::fail(format!("does not check: {:?}\n{text}", checked.diagnostics)))
 }
 
+/// A random program: its text, the steps it was written from (with the
+/// operator's, which its text leaves out), the seed to run it under.
+#[derive(Debug, Clone)]
+struct Case {
+    text: String,
+    steps: Vec<Step>,
+    seed: u64,
+}
+
 prop_compose! {
-    /// A random program's text, its providers' scripts drawn from `answers`,
-    /// and the seed to run it under.
+    /// A random program, its providers' scripts drawn from `answers`.
     fn case(answers: BoxedStrategy<Vec<String>>)(
         a in connection(),
         b in connection(),
@@ -158,9 +189,81 @@ prop_compose! {
         answers_b in answers,
         steps in prop::collection::vec(step(), 1..10),
         seed in any::<u64>(),
-    ) -> (String, u64) {
-        (program(&a, &b, &answers_a, &answers_b, &steps), seed)
+    ) -> Case {
+        Case { text: program(&a, &b, &answers_a, &answers_b, &steps), steps, seed }
     }
+}
+
+/// How a case's run went: its failure (the step, counted in the test's text,
+/// and what failed), and every delivery it left.
+struct Driven {
+    result: Result<(), (usize, FailureDetail)>,
+    deliveries: Result<Vec<(DeliveryView, Vec<AttemptView>)>, StoreError>,
+}
+
+/// Run `case` on `store`: the test's own steps in order, each operator's step
+/// between them where it was drawn. With `resume_at_end`, every connection
+/// still paused is resumed before the last wait.
+fn drive(case: &Case, program: &Arc<Program>, store: Arc<dyn Store>, resume_at_end: bool) -> Driven {
+    let mut scenario = match Scenario::new(program.clone(), store, case.seed) {
+        Ok(s) => s,
+        Err(e) => return Driven { result: Err((0, e.into())), deliveries: Ok(Vec::new()) },
+    };
+    let result = (|| {
+        let written = &program.tests[0].steps;
+        let mut next = 0;
+        let mut paused = Vec::new();
+        let mut run = |scenario: &mut Scenario, n: usize| {
+            for step in written.iter().skip(next).take(n) {
+                next += 1;
+                scenario.step(step).map_err(|e| (next, e))?;
+            }
+            Ok::<_, (usize, FailureDetail)>(())
+        };
+        // The providers' scripts.
+        run(&mut scenario, 2)?;
+        for step in &case.steps {
+            run(&mut scenario, step.written())?;
+            operator(&mut scenario, step, &mut paused).map_err(|e| (0, e.into()))?;
+        }
+        if resume_at_end {
+            for connection in std::mem::take(&mut paused) {
+                operator(&mut scenario, &Step::Resume(connection), &mut paused).map_err(|e| (0, e.into()))?;
+            }
+        }
+        // The last wait.
+        run(&mut scenario, 1)
+    })();
+    Driven { result, deliveries: scenario.all_deliveries() }
+}
+
+/// The operator's action of `step`, if it is one; `paused` lists the
+/// connections paused and not resumed.
+fn operator(scenario: &mut Scenario, step: &Step, paused: &mut Vec<String>) -> Result<(), StoreError> {
+    match step {
+        Step::Pause { connection, minutes } => {
+            scenario.operator(|store, now| {
+                let until_ms = minutes.map(|m| now + m * 60_000);
+                store.pause_connection(connection, &Pause { at_ms: now, until_ms, by: "ops".into(), reason: None })
+            })?;
+            paused.retain(|c| c != connection);
+            if minutes.is_none() {
+                paused.push(connection.clone());
+            }
+        }
+        Step::Resume(connection) => {
+            scenario.operator(|store, now| store.resume_connection(connection, "ops", None, now))?;
+            paused.retain(|c| c != connection);
+        }
+        Step::Skip(subscriber) => {
+            if let Some((d, _)) = scenario.latest(subscriber)? {
+                // One that is running or has ended stays as it is.
+                scenario.operator(|store, now| store.skip(&[d.id], now))?;
+            }
+        }
+        Step::Emit { .. } | Step::Wait(_) | Step::Retry(_) => {}
+    }
+    Ok(())
 }
 
 /// Where a case runs: a SQLite store in memory, or a schema of its own in
@@ -191,53 +294,52 @@ impl On {
     }
 
     /// The first property on this store: the driver's checks never fire.
-    fn no_stall(&self, text: &str, seed: u64) -> Result<(), TestCaseError> {
-        let program = checked(text)?;
-        let result = match self {
-            // `jadpoc test`'s own way: the thread's store, emptied.
-            On::Sqlite => run_test(&program, &program.tests[0], seed),
-            On::Postgres(_) => self.traced(&program, seed)?.result,
-        };
+    fn no_stall(&self, case: &Case) -> Result<(), TestCaseError> {
+        let (seed, text) = (case.seed, &case.text);
+        let run = self.drive(case, false)?;
         // A retry of a delivery that is neither failed nor parked ends the
         // test there, as the step's own failure: not what is looked for.
-        let stalled = result.as_ref().err().filter(|f| !matches!(f.detail, FailureDetail::Step(_)));
-        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{text}");
+        let stalled = run.result.as_ref().err().filter(|(_, f)| !matches!(f, FailureDetail::Step(_)));
+        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{:?}\n{text}", case.steps);
         Ok(())
     }
 
     /// The second property on this store: three days after the providers
-    /// answer well, every delivery has ended.
-    fn every_delivery_ends(&self, text: &str, seed: u64) -> Result<(), TestCaseError> {
-        let run = self.traced(&checked(text)?, seed)?;
-        if run.result.as_ref().is_err_and(|f| matches!(f.detail, FailureDetail::Step(_))) {
+    /// answer well and every pause has ended, every delivery has ended.
+    fn every_delivery_ends(&self, case: &Case) -> Result<(), TestCaseError> {
+        let (seed, text) = (case.seed, &case.text);
+        let run = self.drive(case, true)?;
+        if run.result.as_ref().is_err_and(|(_, f)| matches!(f, FailureDetail::Step(_))) {
             // A retry that could not be made ended the test before its last wait.
             return Ok(());
         }
-        prop_assert!(run.result.is_ok(), "seed {seed}: {:?}\n{text}", run.result.err());
+        prop_assert!(run.result.is_ok(), "seed {seed}: {:?}\n{:?}\n{text}", run.result.err(), case.steps);
         let deliveries = run.deliveries.map_err(|e| TestCaseError::fail(e.to_string()))?;
         let open: Vec<_> = deliveries
             .iter()
-            .filter(|(d, _)| !matches!(d.state, DeliveryState::Succeeded | DeliveryState::Failed))
+            .filter(|(d, _)| {
+                !matches!(d.state, DeliveryState::Succeeded | DeliveryState::Failed | DeliveryState::Skipped)
+            })
             .map(|(d, attempts)| format!("{} {} {:?} after {} attempts", d.id, d.subscriber, d.state, attempts.len()))
             .collect();
-        prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{text}");
+        prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{:?}\n{text}", case.steps);
         Ok(())
     }
 
-    /// The program's test run under `seed` on a fresh store, with every
-    /// delivery it made.
-    fn traced(&self, program: &Arc<Program>, seed: u64) -> Result<TracedRun, TestCaseError> {
+    /// `case` run on a fresh store of this kind.
+    fn drive(&self, case: &Case, resume_at_end: bool) -> Result<Driven, TestCaseError> {
+        let program = checked(&case.text)?;
         let fail = |e: StoreError| TestCaseError::fail(e.to_string());
         match self {
             On::Sqlite => {
                 let store = SqliteStore::open_in_memory().map_err(fail)?;
-                Ok(run_test_traced(program, &program.tests[0], seed, Arc::new(store)))
+                Ok(drive(case, &program, Arc::new(store), resume_at_end))
             }
             On::Postgres(cases) => {
                 let schema = format!("case{}", cases.next.fetch_add(1, Ordering::Relaxed));
                 let url = format!("{}?schema={schema}", cases.db.url);
                 let store = PgStore::open(&url, OpenOptions::read_write()).map_err(fail)?;
-                let run = run_test_traced(program, &program.tests[0], seed, Arc::new(store));
+                let run = drive(case, &program, Arc::new(store), resume_at_end);
                 // The store is closed with the run; its schema goes, so that the
                 // database stays small over the cases.
                 let dropped = cases.db.client().batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
@@ -268,16 +370,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn no_due_delivery_is_left_and_no_slot_is_kept((text, seed) in case(any_answers())) {
-        On::Sqlite.no_stall(&text, seed)?;
+    fn no_due_delivery_is_left_and_no_slot_is_kept(case in case(any_answers())) {
+        On::Sqlite.no_stall(&case)?;
     }
 
     /// Providers that fail for a while and then answer `ok` (the last answer
     /// repeats): three days on, every delivery has ended, succeeded or failed
     /// with its budget spent; none is left pending, running or held.
     #[test]
-    fn every_delivery_ends_once_the_providers_answer_well((text, seed) in case(answers_ending_ok())) {
-        On::Sqlite.every_delivery_ends(&text, seed)?;
+    fn every_delivery_ends_once_the_providers_answer_well(case in case(answers_ending_ok())) {
+        On::Sqlite.every_delivery_ends(&case)?;
     }
 }
 
@@ -291,10 +393,10 @@ const PG_CASES: u32 = 24;
 
 /// `property` over PG_CASES random programs whose providers answer from
 /// `answers`, each on a fresh PostgreSQL schema.
-fn on_postgres(property: fn(&On, &str, u64) -> Result<(), TestCaseError>, answers: BoxedStrategy<Vec<String>>) {
+fn on_postgres(property: fn(&On, &Case) -> Result<(), TestCaseError>, answers: BoxedStrategy<Vec<String>>) {
     let Some(on) = On::postgres() else { return };
     let config = ProptestConfig { cases: PG_CASES, source_file: Some(file!()), ..ProptestConfig::default() };
-    let result = TestRunner::new(config).run(&case(answers), |(text, seed)| property(&on, &text, seed));
+    let result = TestRunner::new(config).run(&case(answers), |case| property(&on, &case));
     if let Err(e) = result {
         panic!("{e}");
     }
