@@ -434,8 +434,8 @@ impl Scenario {
         change(&*self.store, self.now_ms())
     }
 
-    /// Run one step of a test.
-    pub fn step(&mut self, step: &Step) -> Result<(), FailureDetail> {
+    /// Run one step.
+    fn step(&mut self, step: &Step) -> Result<(), FailureDetail> {
         let program = self.program.clone();
         match step {
             Step::Fake { connection, answers } => {
@@ -564,12 +564,19 @@ impl TestFailure {
 /// source seeded by `seed`.
 pub fn run_test(program: &Arc<Program>, test: &Test, seed: u64, store: Arc<dyn Store>) -> Result<(), TestFailure> {
     let mut scenario = Scenario::new(program.clone(), store, seed).map_err(TestFailure::at_start)?;
-    run_steps(&mut scenario, program, test)
+    run_steps(&mut scenario, program, test, |_, _| Ok(()))
 }
 
-fn run_steps(scenario: &mut Scenario, program: &Arc<Program>, test: &Test) -> Result<(), TestFailure> {
+/// Run the test's steps in order, `before(scenario, i)` before its step `i`
+/// (from 0); a failure there is that step's.
+fn run_steps(
+    scenario: &mut Scenario,
+    program: &Arc<Program>,
+    test: &Test,
+    mut before: impl FnMut(&mut Scenario, usize) -> Result<(), FailureDetail>,
+) -> Result<(), TestFailure> {
     for (i, step) in test.steps.iter().enumerate() {
-        if let Err(detail) = scenario.step(step) {
+        if let Err(detail) = before(scenario, i).and_then(|()| scenario.step(step)) {
             return Err(TestFailure {
                 step: i + 1,
                 step_text: step_text(program, step),
@@ -596,13 +603,27 @@ pub struct TracedRun {
 
 /// As [`run_test`], and then every delivery of the run with its attempts.
 pub fn run_test_traced(program: &Arc<Program>, test: &Test, seed: u64, store: Arc<dyn Store>) -> TracedRun {
+    run_test_traced_with(program, test, seed, store, |_, _| Ok(()))
+}
+
+/// As [`run_test_traced`], with `before(scenario, i)` run before the test's
+/// step `i` (from 0): what an operator does between a test's steps
+/// ([`Scenario::operator`]), which the test's language has no step for. A
+/// failure there is the failure of the step it came before.
+pub fn run_test_traced_with(
+    program: &Arc<Program>,
+    test: &Test,
+    seed: u64,
+    store: Arc<dyn Store>,
+    before: impl FnMut(&mut Scenario, usize) -> Result<(), FailureDetail>,
+) -> TracedRun {
     let mut scenario = match Scenario::new(program.clone(), store, seed) {
         Ok(s) => s,
         Err(e) => {
             return TracedRun { result: Err(TestFailure::at_start(e)), end_ms: START_MS, deliveries: Ok(Vec::new()) };
         }
     };
-    let result = run_steps(&mut scenario, program, test);
+    let result = run_steps(&mut scenario, program, test, before);
     let deliveries = scenario.all_deliveries();
     TracedRun { result, end_ms: scenario.now_ms(), deliveries }
 }

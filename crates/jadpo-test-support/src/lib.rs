@@ -64,6 +64,11 @@ impl PgDatabase {
         Some(PgDatabase { url: format!("{base}/{name}"), admin, name })
     }
 
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// A client of the database.
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url, postgres::NoTls).expect("connect to the test database")

@@ -13,9 +13,8 @@
 use jadpo_check::program::{DeliveryState, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::rules::breaker::Pause;
-use jadpo_core::scenario::FailureDetail;
-use jadpo_core::scenario::Scenario;
-use jadpo_core::store::{AttemptView, DeliveryView, OpenOptions, Store, StoreError};
+use jadpo_core::scenario::{FailureDetail, Scenario, TracedRun, run_test_traced_with};
+use jadpo_core::store::{OpenOptions, Store, StoreError};
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
 use jadpo_test_support::PgDatabase;
@@ -71,17 +70,6 @@ enum Step {
     Resume(String),
 }
 
-impl Step {
-    /// How many steps of the test's text this one wrote.
-    fn written(&self) -> usize {
-        match self {
-            Step::Emit { n, .. } => *n as usize,
-            Step::Wait(_) | Step::Retry(_) => 1,
-            Step::Skip(_) | Step::Pause { .. } | Step::Resume(_) => 0,
-        }
-    }
-}
-
 fn step() -> impl Strategy<Value = Step> {
     let subscriber = || prop::sample::select(vec!["short_budget", "in_order", "default_budget"]);
     let connection = || prop::sample::select(vec!["a", "b"]);
@@ -97,7 +85,15 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn program(a: &str, b: &str, answers_a: &[String], answers_b: &[String], steps: &[Step]) -> String {
+/// The program's text, and its operator's steps, each with the index of the
+/// test's step it comes before.
+fn program(
+    a: &str,
+    b: &str,
+    answers_a: &[String],
+    answers_b: &[String],
+    steps: &[Step],
+) -> (String, Vec<(usize, Step)>) {
     let mut text = format!(
         r#"event Paid {{
     id: string
@@ -144,22 +140,26 @@ test "random" {{
         answers_b.join(", ")
     );
     let mut id = 0;
+    // The test's steps after its two `fake` steps, one a line.
+    let mut lines = Vec::new();
+    let mut operator = Vec::new();
     for s in steps {
         match s {
             Step::Emit { n, key } => {
                 for _ in 0..*n {
                     id += 1;
-                    text.push_str(&format!("    emit Paid {{ id: \"p{id}\", customer: \"c{key}\" }}\n"));
+                    lines.push(format!("    emit Paid {{ id: \"p{id}\", customer: \"c{key}\" }}\n"));
                 }
             }
-            Step::Wait(w) => text.push_str(&format!("    wait {w}\n")),
-            Step::Retry(subscriber) => text.push_str(&format!("    retry {subscriber}\n")),
-            Step::Skip(_) | Step::Pause { .. } | Step::Resume(_) => {}
+            Step::Wait(w) => lines.push(format!("    wait {w}\n")),
+            Step::Retry(subscriber) => lines.push(format!("    retry {subscriber}\n")),
+            Step::Skip(_) | Step::Pause { .. } | Step::Resume(_) => operator.push((2 + lines.len(), s.clone())),
         }
     }
+    text.push_str(&lines.concat());
     // Long enough for every budget's window and the breakers' probes.
     text.push_str("    wait 3d\n}\n");
-    text
+    (text, operator)
 }
 
 /// The random program `text`, checked (every one generated must check).
@@ -171,12 +171,13 @@ fn checked(text: &str) -> Result<Arc<Program>, TestCaseError> {
         .ok_or_else(|| TestCaseError::fail(format!("does not check: {:?}\n{text}", checked.diagnostics)))
 }
 
-/// A random program: its text, the steps it was written from (with the
-/// operator's, which its text leaves out), the seed to run it under.
+/// A random program: its text, the operator's steps its text leaves out (each
+/// with the index of the test's step it comes before), the seed to run it
+/// under.
 #[derive(Debug, Clone)]
 struct Case {
     text: String,
-    steps: Vec<Step>,
+    operator: Vec<(usize, Step)>,
     seed: u64,
 }
 
@@ -190,70 +191,43 @@ prop_compose! {
         steps in prop::collection::vec(step(), 1..10),
         seed in any::<u64>(),
     ) -> Case {
-        Case { text: program(&a, &b, &answers_a, &answers_b, &steps), steps, seed }
+        let (text, operator) = program(&a, &b, &answers_a, &answers_b, &steps);
+        Case { text, operator, seed }
     }
 }
 
-/// How a case's run went: its failure (the step, counted in the test's text,
-/// and what failed), and every delivery it left.
-struct Driven {
-    result: Result<(), (usize, FailureDetail)>,
-    deliveries: Result<Vec<(DeliveryView, Vec<AttemptView>)>, StoreError>,
-}
-
-/// Run `case` on `store`: the test's own steps in order, each operator's step
-/// between them where it was drawn. With `resume_at_end`, every connection
-/// still paused is resumed before the last wait.
-fn drive(case: &Case, program: &Arc<Program>, store: Arc<dyn Store>, resume_at_end: bool) -> Driven {
-    let mut scenario = match Scenario::new(program.clone(), store, case.seed) {
-        Ok(s) => s,
-        Err(e) => return Driven { result: Err((0, e.into())), deliveries: Ok(Vec::new()) },
-    };
-    let result = (|| {
-        let written = &program.tests[0].steps;
-        let mut next = 0;
-        let mut paused = Vec::new();
-        let mut run = |scenario: &mut Scenario, n: usize| {
-            for step in written.iter().skip(next).take(n) {
-                next += 1;
-                scenario.step(step).map_err(|e| (next, e))?;
-            }
-            Ok::<_, (usize, FailureDetail)>(())
-        };
-        // The providers' scripts.
-        run(&mut scenario, 2)?;
-        for step in &case.steps {
-            run(&mut scenario, step.written())?;
-            operator(&mut scenario, step, &mut paused).map_err(|e| (0, e.into()))?;
+/// Run `case` on `store`, each operator's step before the test's step it was
+/// drawn before. With `resume_at_end`, every connection paused with no end is
+/// resumed before the last wait.
+fn drive(case: &Case, program: &Arc<Program>, store: Arc<dyn Store>, resume_at_end: bool) -> TracedRun {
+    let test = &program.tests[0];
+    let last = test.steps.len() - 1;
+    run_test_traced_with(program, test, case.seed, store, |scenario, i| {
+        for (_, step) in case.operator.iter().filter(|(at, _)| *at == i) {
+            operator(scenario, step)?;
         }
-        if resume_at_end {
-            for connection in std::mem::take(&mut paused) {
-                operator(&mut scenario, &Step::Resume(connection), &mut paused).map_err(|e| (0, e.into()))?;
+        if resume_at_end && i == last {
+            for connection in ["a", "b"] {
+                if scenario.breaker(connection)?.pause.is_some_and(|p| p.until_ms.is_none()) {
+                    operator(scenario, &Step::Resume(connection.to_string()))?;
+                }
             }
         }
-        // The last wait.
-        run(&mut scenario, 1)
-    })();
-    Driven { result, deliveries: scenario.all_deliveries() }
+        Ok(())
+    })
 }
 
-/// The operator's action of `step`, if it is one; `paused` lists the
-/// connections paused and not resumed.
-fn operator(scenario: &mut Scenario, step: &Step, paused: &mut Vec<String>) -> Result<(), StoreError> {
+/// The operator's action of `step` (a pause, a resume, a skip).
+fn operator(scenario: &mut Scenario, step: &Step) -> Result<(), StoreError> {
     match step {
         Step::Pause { connection, minutes } => {
             scenario.operator(|store, now| {
                 let until_ms = minutes.map(|m| now + m * 60_000);
                 store.pause_connection(connection, &Pause { at_ms: now, until_ms, by: "ops".into(), reason: None })
             })?;
-            paused.retain(|c| c != connection);
-            if minutes.is_none() {
-                paused.push(connection.clone());
-            }
         }
         Step::Resume(connection) => {
             scenario.operator(|store, now| store.resume_connection(connection, "ops", None, now))?;
-            paused.retain(|c| c != connection);
         }
         Step::Skip(subscriber) => {
             if let Some((d, _)) = scenario.latest(subscriber)? {
@@ -286,9 +260,8 @@ impl On {
         let db = PgDatabase::new("jadpo_stalls")?;
         // What is looked for is what the claims decide, not what survives a
         // crash: commits need not wait for the server's log to reach the disk.
-        let name = db.url.rsplit('/').next().unwrap_or_default().to_string();
         db.client()
-            .batch_execute(&format!("ALTER DATABASE {name} SET synchronous_commit = off"))
+            .batch_execute(&format!("ALTER DATABASE {} SET synchronous_commit = off", db.name()))
             .expect("commits without waiting for the disk");
         Some(On::Postgres(PgCases { db, next: AtomicUsize::new(0) }))
     }
@@ -299,8 +272,8 @@ impl On {
         let run = self.drive(case, false)?;
         // A retry of a delivery that is neither failed nor parked ends the
         // test there, as the step's own failure: not what is looked for.
-        let stalled = run.result.as_ref().err().filter(|(_, f)| !matches!(f, FailureDetail::Step(_)));
-        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{:?}\n{text}", case.steps);
+        let stalled = run.result.as_ref().err().filter(|f| !matches!(f.detail, FailureDetail::Step(_)));
+        prop_assert!(stalled.is_none(), "seed {seed}: {stalled:?}\n{:?}\n{text}", case.operator);
         Ok(())
     }
 
@@ -309,11 +282,11 @@ impl On {
     fn every_delivery_ends(&self, case: &Case) -> Result<(), TestCaseError> {
         let (seed, text) = (case.seed, &case.text);
         let run = self.drive(case, true)?;
-        if run.result.as_ref().is_err_and(|(_, f)| matches!(f, FailureDetail::Step(_))) {
+        if run.result.as_ref().is_err_and(|f| matches!(f.detail, FailureDetail::Step(_))) {
             // A retry that could not be made ended the test before its last wait.
             return Ok(());
         }
-        prop_assert!(run.result.is_ok(), "seed {seed}: {:?}\n{:?}\n{text}", run.result.err(), case.steps);
+        prop_assert!(run.result.is_ok(), "seed {seed}: {:?}\n{:?}\n{text}", run.result.err(), case.operator);
         let deliveries = run.deliveries.map_err(|e| TestCaseError::fail(e.to_string()))?;
         let open: Vec<_> = deliveries
             .iter()
@@ -322,12 +295,12 @@ impl On {
             })
             .map(|(d, attempts)| format!("{} {} {:?} after {} attempts", d.id, d.subscriber, d.state, attempts.len()))
             .collect();
-        prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{:?}\n{text}", case.steps);
+        prop_assert!(open.is_empty(), "seed {seed}: not ended: {open:?}\n{:?}\n{text}", case.operator);
         Ok(())
     }
 
     /// `case` run on a fresh store of this kind.
-    fn drive(&self, case: &Case, resume_at_end: bool) -> Result<Driven, TestCaseError> {
+    fn drive(&self, case: &Case, resume_at_end: bool) -> Result<TracedRun, TestCaseError> {
         let program = checked(&case.text)?;
         let fail = |e: StoreError| TestCaseError::fail(e.to_string());
         match self {
