@@ -5,6 +5,7 @@ pub mod budget;
 pub mod builtin;
 mod check;
 pub mod diagnostic;
+pub mod diff;
 pub mod index;
 pub mod program;
 pub mod registry;

@@ -72,6 +72,9 @@ pub struct Connection {
     /// `rate:` (with `burst:`): calls started at most this often, across every
     /// process of one store.
     pub rate: Option<Rate>,
+    /// `was:`: the names the connection had in earlier versions of the program.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub was: Vec<String>,
 }
 
 /// A connection's rate limit: `count` calls per `per_ms`, of which `burst` may
@@ -223,6 +226,9 @@ pub struct Subscriber {
     /// `order_by: event.FIELD`: deliveries with one value of the field run one at a
     /// time, in event order.
     pub order_by: Option<String>,
+    /// `was:`: the names the subscriber had in earlier versions of the program.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub was: Vec<String>,
 }
 
 /// A subscriber's `where:`, resolved: the field names are the event's.
@@ -482,10 +488,14 @@ pub enum DeliveryState {
     /// Ended by an operator (`jadpoc deliveries skip`), never run again unless
     /// retried.
     Skipped,
+    /// Its subscriber is in no program that a running process runs: not due,
+    /// counting against nothing, until a process whose program has it starts (and
+    /// takes it back) or an operator skips it.
+    Orphaned,
 }
 
 impl DeliveryState {
-    pub const ALL: [DeliveryState; 7] = [
+    pub const ALL: [DeliveryState; 8] = [
         DeliveryState::Pending,
         DeliveryState::Running,
         DeliveryState::Held,
@@ -493,6 +503,7 @@ impl DeliveryState {
         DeliveryState::Failed,
         DeliveryState::Parked,
         DeliveryState::Skipped,
+        DeliveryState::Orphaned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -504,6 +515,7 @@ impl DeliveryState {
             DeliveryState::Failed => "failed",
             DeliveryState::Parked => "parked",
             DeliveryState::Skipped => "skipped",
+            DeliveryState::Orphaned => "orphaned",
         }
     }
 

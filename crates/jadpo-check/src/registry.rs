@@ -70,6 +70,8 @@ codes! {
     SyntaxUnexpectedEof = "syntax.unexpected_eof", Error, "the file ends in the middle of a declaration";
     SyntaxNestingTooDeep = "syntax.nesting_too_deep", Error, "blocks, lists and calls nested deeper than 64";
     NameDuplicate = "name.duplicate", Error, "two declarations of one kind share a name";
+    NameWasCollides = "name.was_collides", Error, "a `was:` names a declaration of its kind the program still has, or a name another `was:` already claims";
+    NameWasItself = "name.was_itself", Warning, "a `was:` names its own declaration";
     EventTypeUnknown = "event.type_unknown", Error, "a field type that is not one of the five";
     EventDuplicateField = "event.duplicate_field", Error, "an event declares one field twice";
     ConnectionUrlInvalid = "connection.url_invalid", Error, "a connection's `url:` is missing, not http or https, not a URL, or has a query, a fragment or a user and password";

@@ -77,6 +77,19 @@ pub fn status_json(s: &StatusView) -> Value {
         "oldest_pending_s": s.oldest_pending_s,
         "invalid_events": s.events.invalid,
         "unexpanded_events": s.events.unexpanded,
+        "versions": s.versions.iter().map(|v| json!({
+            "hash": v.hash,
+            "created_at": rfc3339(v.created_at_ms),
+            "accepted": v.accepted,
+            "in_flight": v.in_flight,
+            "processes": v.processes.iter().map(|p| json!({
+                "id": p.id,
+                "host": p.host,
+                "pid": p.pid,
+                "started_at": rfc3339(p.started_at_ms),
+                "seen_at": rfc3339(p.seen_at_ms),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     })
 }
 

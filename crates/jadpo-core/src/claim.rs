@@ -18,8 +18,8 @@
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{self, ClaimDecision, Failure, Record};
 use crate::store::{
-    ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, WaitingAtClaim,
-    end_reason_at_claim,
+    ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, LeftAtClaim,
+    WaitingAtClaim, end_reason_at_claim,
 };
 use jadpo_check::program::DeliveryState;
 // Looked up by connection for every row: FxHash, as the steps' maps.
@@ -41,6 +41,9 @@ pub struct ClaimRow {
     pub event: String,
     /// Its event's JSON payload.
     pub payload: String,
+    /// The hash of the program version that stored its event (none: stored
+    /// before versions were kept, or written in SQL and not yet expanded).
+    pub event_version: Option<String>,
     /// Whether it has an ordering key (`order_by:`): it was read only once no
     /// earlier delivery of its key held it back.
     pub ordered: bool,
@@ -76,6 +79,7 @@ impl ClaimRow {
             event_id: self.event_id,
             event: self.event.clone(),
             payload: self.payload.clone(),
+            event_version: self.event_version.clone(),
             subscriber: c.subscriber.clone(),
             connection: c.connection.clone(),
             attempt,
@@ -181,6 +185,19 @@ impl RowWrite {
             ),
             ClaimDecision::GiveUp { failure, .. } => {
                 write(DeliveryState::Failed, attempts, None, true, false, LastFailure::Set(Some(failure.clone())))
+            }
+            // A lost worker's attempt stays counted, as at any claim that finds it.
+            ClaimDecision::Leave { until_ms, lease_expired } => {
+                let failure =
+                    if *lease_expired { LastFailure::Set(Some(Failure::lease_expired())) } else { LastFailure::Kept };
+                match until_ms {
+                    Some(until_ms) => RowWrite {
+                        waited_ms: until_ms.saturating_sub(now_ms).max(0),
+                        ..write(DeliveryState::Pending, attempts, Some(*until_ms), false, false, failure)
+                    },
+                    // `held_since` marks when it began to wait, for its time held.
+                    None => write(DeliveryState::Orphaned, attempts, None, false, true, failure),
+                }
             }
         })
     }
@@ -307,6 +324,11 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
                 settled.report.held.push(HeldAtClaim { id: c.id, connection: c.connection.clone() });
                 *lease_expired
             }
+            ClaimDecision::Leave { until_ms, lease_expired } => {
+                let left = LeftAtClaim { id: c.id, subscriber: c.subscriber.clone(), until_ms: *until_ms };
+                settled.report.left.push(left);
+                *lease_expired
+            }
             ClaimDecision::Handled => {
                 let ended =
                     EndedAtClaim { id: c.id, subscriber: c.subscriber.clone(), decision: change.decision.clone() };
@@ -399,6 +421,7 @@ mod tests {
             event_id: id,
             event: "Paid".into(),
             payload: "{}".into(),
+            event_version: None,
             ordered: false,
         }
     }

@@ -125,8 +125,11 @@ runtime_codes! {
         "a test called a connection that no `fake` step scripted",
         "Under `jadpoc test` every connection answers `unavailable` until a `fake CONNECTION: [...]` step gives it answers. Add one before the `emit` whose delivery calls it.";
     RuntimeUnknownSubscriber = "runtime.unknown_subscriber", Failure(InternalFault),
-        "a delivery of a subscriber the running program no longer declares",
-        "The store holds deliveries of a subscriber that was removed or renamed. They are `failed` so an operator sees them: restore the subscriber, or leave them failed.";
+        "a claimed delivery's subscriber is not in the running program (a defect)",
+        "A defect of the runtime: a claim leaves a delivery whose subscriber its program lacks to a process whose program has it, or marks it `orphaned` (docs/evolution.md), and never runs it. Report it.";
+    RuntimeEventShape = "runtime.event_shape", Failure(InternalFault),
+        "a stored event lacks a field the subscriber reads, or holds it with another type, under the running program",
+        "The event was stored under an earlier program whose event had another shape: a field the subscriber's `run:` reads is missing, null or of another type than this program declares it. Nothing is sent (a missing field never becomes `null`): the delivery is `failed`, and its reason names the field and both versions. Make the field optional (`T?`) if a call may go without it, or keep the old subscriber until those events are delivered, then retry them with `jadpoc deliveries retry`. `jadpoc diff` warns of this before a deploy.";
     RuntimeBadPayload = "runtime.bad_payload", Failure(InternalFault),
         "a stored event's payload is not valid JSON",
         "The stored payload could not be read back (the store was edited by hand or damaged). The delivery is `failed`.";

@@ -16,7 +16,7 @@
 use crate::clock::rfc3339;
 use crate::codes::RuntimeCode;
 use crate::rules::{ClaimDecision, Decision, Outcome};
-use crate::store::BreakerAlert;
+use crate::store::{BreakerAlert, LeftAtClaim};
 
 /// The target of every event of the run's log.
 pub const TARGET: &str = "jadpo::run";
@@ -33,6 +33,10 @@ pub const ALERT: &str = "delivery.alert";
 pub const PRUNED: &str = "retention.pruned";
 /// The name of the event of an event written in SQL found invalid.
 pub const EVENT_INVALID: &str = "event.invalid";
+/// [`orphaned`]'s event name.
+pub const ORPHANED: &str = "delivery.orphaned";
+/// [`adopted`]'s event name.
+pub const ADOPTED: &str = "delivery.adopted";
 /// The name of a store error's event.
 pub const ERROR: &str = "runtime.error";
 /// The name of the event of a task that panicked: the code it is.
@@ -159,6 +163,29 @@ pub fn event_invalid(at_ms: i64, event_id: i64, name: &str, code: &str, reason: 
         code,
         reason,
     );
+}
+
+/// A claim left a delivery whose subscriber this process's program lacks: for
+/// a process whose program has it (not logged: a rolling deploy leaves many), or
+/// orphaned, when no running process's program has it (a warning, kept JSON in
+/// either format as alerts are).
+pub fn left_at_claim(at_ms: i64, left: &LeftAtClaim) {
+    if left.until_ms.is_some() {
+        return;
+    }
+    tracing::warn!(
+        name: ORPHANED,
+        target: TARGET,
+        at = rfc3339(at_ms).as_str(),
+        delivery = left.id,
+        subscriber = left.subscriber.as_str(),
+        reason = "no running process's program has this subscriber",
+    );
+}
+
+/// This process took back `count` orphaned deliveries of its subscribers.
+pub fn adopted(at_ms: i64, count: usize) {
+    tracing::info!(name: ADOPTED, target: TARGET, at = rfc3339(at_ms).as_str(), deliveries = count as u64);
 }
 
 /// A store error a loop met (it pauses and tries again).

@@ -25,6 +25,8 @@
 //! - [`payload`]: validation of an event's JSON payload against its declaration.
 //! - [`retention`]: pruning in batches.
 //! - [`events`]: the run's log events.
+//! - [`version`]: a program's version as a store keeps it, and the processes
+//!   running each.
 
 pub mod breaker_view;
 pub mod builtin;
@@ -41,3 +43,4 @@ pub mod rules;
 pub mod scenario;
 pub mod steps;
 pub mod store;
+pub mod version;

@@ -97,6 +97,47 @@ fn type_words(base: BaseType) -> &'static str {
     }
 }
 
+/// Whether a present, non-null JSON value is of `base`.
+fn fits(base: BaseType, v: &Value) -> bool {
+    match base {
+        BaseType::String => v.is_string(),
+        BaseType::Int => v.is_i64() || v.is_u64() && v.as_u64().is_some_and(|n| n <= i64::MAX as u64),
+        BaseType::Float => v.is_number(),
+        BaseType::Bool => v.is_boolean(),
+        BaseType::Time => v.as_str().is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok()),
+    }
+}
+
+/// A field a call reads that a stored event does not hold as the running
+/// program declares it (the event was stored under another program).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeMismatch {
+    /// The field.
+    pub field: String,
+    /// What the program declares it to be, in words.
+    pub expected: &'static str,
+    /// Whether it is missing (or null) rather than of another type.
+    pub missing: bool,
+}
+
+/// The first field of `event` that `call` reads and `payload` does not hold as
+/// declared: a required field missing or null, or any field of another type.
+/// A call never sends `null` for a field its program declares required.
+pub fn shape_mismatch(event: &Event, call: &Call, payload: &Value) -> Option<ShapeMismatch> {
+    call.args.iter().find_map(|arg| {
+        let Arg::Field(name) = arg else { return None };
+        let field = event.fields.iter().find(|f| f.name == *name)?;
+        let value = payload.get(name).filter(|v| !v.is_null());
+        let mismatch = |missing| ShapeMismatch { field: name.clone(), expected: type_words(field.ty.base), missing };
+        match value {
+            None if field.ty.optional => None,
+            None => Some(mismatch(true)),
+            Some(v) if fits(field.ty.base, v) => None,
+            Some(_) => Some(mismatch(false)),
+        }
+    })
+}
+
 /// Check a payload against its event's declaration.
 pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
     let Value::Object(obj) = payload else {
@@ -115,14 +156,7 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
             }
             return Err(PayloadError::MissingField { event: event.name.clone(), field: f.name.clone() });
         }
-        let ok = match f.ty.base {
-            BaseType::String => v.is_string(),
-            BaseType::Int => v.is_i64() || v.is_u64() && v.as_u64().is_some_and(|n| n <= i64::MAX as u64),
-            BaseType::Float => v.is_number(),
-            BaseType::Bool => v.is_boolean(),
-            BaseType::Time => v.as_str().is_some_and(|s| s.parse::<jiff::Timestamp>().is_ok()),
-        };
-        if !ok {
+        if !fits(f.ty.base, v) {
             return Err(PayloadError::WrongType { field: f.name.clone(), expected: type_words(f.ty.base) });
         }
     }

@@ -14,23 +14,23 @@ use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
-use crate::payload::{call_args, new_event};
+use crate::payload::{ShapeMismatch, call_args, new_event, shape_mismatch};
 use crate::rng::RandomSource;
+use crate::rules::CallFailure;
 use crate::rules::breaker::{self, BreakerRow};
 use crate::rules::rate::RateTurn;
-use crate::rules::{
-    self, ClaimDecision, Decision, FailedBecause, Failure, Outcome, decide_after_attempt, decide_at_claim,
-};
+use crate::rules::{self, ClaimDecision, Decision, Outcome, decide_after_attempt, decide_at_claim};
 use crate::store::{
     ClaimAt, ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport,
     Expansion, NewEvent, Recorded, ScheduleSpec, Store, StoreError, UnexpandedEvent, WaitingAtClaim,
 };
+use crate::version::{self, ProcessRow, ProgramVersion};
 use jadpo_check::program::{FailureKind, Program, Rate};
 use serde_json::Value;
 // The maps a claim and an outcome look up for every delivery (by subscriber and
 // connection name) hash with FxHash: std's SipHash was a thirtieth of a run's
 // instructions, and these keys are the program's own names.
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::{Arc, Mutex};
 
 /// What the steps tell whoever drives or watches them: work that is due now (the
@@ -107,7 +107,25 @@ pub struct Runtime {
     random: RandomSource,
     breakers: ProcessBreakers,
     config: RuntimeConfig,
+    /// The program's version and this process, when it runs among others on a
+    /// store (`jadpoc run`; the virtual-time driver runs alone).
+    presence: Option<Presence>,
+    /// The subscribers (and their earlier names) of the programs the other
+    /// running processes run, as last read: a delivery of one that this
+    /// program lacks is left to them rather than orphaned.
+    elsewhere: Mutex<Arc<HashSet<String>>>,
 }
+
+/// This process among the store's processes: the version it writes and runs.
+struct Presence {
+    version: ProgramVersion,
+    process: ProcessRow,
+    /// When it last told the store it was alive.
+    seen_ms: Mutex<Option<i64>>,
+}
+
+/// How many orphaned deliveries one tick takes back at most.
+const ADOPT_BATCH: usize = 500;
 
 /// When the tick next has work, by kind: the breakers' sweep (an alert, a
 /// probe to wake, deliveries to release, a pause that ends) and the schedules.
@@ -165,6 +183,7 @@ impl Runtime {
     ) -> Runtime {
         let breakers = ProcessBreakers::new(&program);
         let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+
         let rates = program.connections.iter().filter_map(|c| Some((c.name.clone(), c.rate?))).collect();
         let schedules = program
             .schedules
@@ -184,7 +203,21 @@ impl Runtime {
             random,
             breakers,
             config,
+            presence: None,
+            elsewhere: Mutex::new(Arc::default()),
         }
+    }
+
+    /// The same runtime, running `version` as `process` among the store's other
+    /// processes: it keeps the version in the store, writes it beside every event
+    /// it stores, says it is alive at its ticks, leaves the deliveries of
+    /// subscribers its program lacks to the processes whose programs have them
+    /// (orphaned when none does), and takes back orphaned deliveries of its own
+    /// subscribers.
+    #[must_use]
+    pub fn with_presence(mut self, version: ProgramVersion, process: ProcessRow) -> Runtime {
+        self.presence = Some(Presence { version, process, seen_ms: Mutex::new(None) });
+        self
     }
 
     /// The same runtime, its steps observed by `observer`.
@@ -223,22 +256,15 @@ impl Runtime {
     }
 
     /// The core's claim decision for a candidate at `now_ms`.
-    fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64) -> ClaimDecision {
-        let timeout = self.run_timeout_ms(&c.subscriber);
+    fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64, elsewhere: &HashSet<String>) -> ClaimDecision {
         match self.subscribers.get(&c.subscriber) {
-            Some(&i) => decide_at_claim(&c.record, &self.program.subscribers[i].budget, now_ms, c.handled, timeout),
-            // A delivery of a subscriber this program no longer has: a defect of
-            // the deployment, failed so an operator sees it (and can retry it).
-            None => match decide_at_claim(&c.record, &Default::default(), now_ms, c.handled, timeout) {
-                decided @ (ClaimDecision::Skip | ClaimDecision::Handled | ClaimDecision::Wait { .. }) => decided,
-                ClaimDecision::Run { lease_expired, .. }
-                | ClaimDecision::Hold { lease_expired, .. }
-                | ClaimDecision::GiveUp { lease_expired, .. } => ClaimDecision::GiveUp {
-                    failure: Failure::new(RuntimeCode::RuntimeUnknownSubscriber, FailureKind::InternalFault),
-                    because: FailedBecause::Defect,
-                    lease_expired,
-                },
-            },
+            Some(&i) => {
+                let sub = &self.program.subscribers[i];
+                decide_at_claim(&c.record, &sub.budget, now_ms, c.handled, sub.timeout_ms)
+            }
+            // A delivery of a subscriber this program lacks (a version mix, or one
+            // removed): never run or failed here, whatever its budget.
+            None => rules::leave_at_claim(&c.record, now_ms, c.handled, elsewhere.contains(&c.subscriber)),
         }
     }
 
@@ -290,9 +316,10 @@ impl Runtime {
         // Started before the store reads any breaker's row: outcomes recorded
         // while this claim runs still count for it.
         let view = self.breakers.claim();
+        let elsewhere = self.elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let claimed = claim(
             &mut |c| {
-                let decision = self.decide_claim(c, now_ms);
+                let decision = self.decide_claim(c, now_ms, &elsewhere);
                 let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
                 if next.is_some() {
                     // The probe: the store's row decides it, conditionally.
@@ -357,6 +384,9 @@ impl Runtime {
         for e in &report.ended {
             events::ended_at_claim(now_ms, e.id, &e.subscriber, &e.decision);
         }
+        for left in &report.left {
+            events::left_at_claim(now_ms, left);
+        }
         if report.ended.iter().any(|e| matches!(e.decision, ClaimDecision::GiveUp { .. })) {
             // A delivery given up may have raised events whose deliveries are due now.
             self.observer.work_due();
@@ -389,6 +419,14 @@ impl Runtime {
         let Some(driver) = self.drivers.get(action.connection) else {
             return Err(defect(RuntimeCode::RuntimeNoDriver));
         };
+        if let Some(event) = self.program.events.get(sub.event)
+            && let Some(mismatch) = shape_mismatch(event, &sub.call, &payload)
+        {
+            return Err(Outcome::Failed(
+                CallFailure::new(FailureKind::InternalFault, RuntimeCode::RuntimeEventShape)
+                    .with_reason(self.shape_reason(c, &mismatch)),
+            ));
+        }
         let request = CallRequest {
             action: action.name.clone(),
             args: call_args(&self.program, &sub.call, &payload),
@@ -399,6 +437,18 @@ impl Runtime {
         };
         let deadline_ms = c.claimed_at_ms.saturating_add(rules::ms_i64(sub.timeout_ms));
         Ok(PreparedCall { driver: driver.clone(), request, deadline_ms })
+    }
+
+    /// Why a claimed delivery's event does not fit its subscriber's call: the
+    /// field, and the versions that stored the event and that run now.
+    fn shape_reason(&self, c: &Claimed, mismatch: &ShapeMismatch) -> String {
+        let how = if mismatch.missing { "is missing" } else { "is of another type" };
+        let stored = c.event_version.as_deref().map_or("an unrecorded version", version::short);
+        let running = self.presence.as_ref().map_or("this program", |p| p.version.short());
+        format!(
+            "field `{}` of event {} {how}: stored by version {stored}; version {running} reads it as {}",
+            mismatch.field, c.event_id, mismatch.expected
+        )
     }
 
     /// What to record for a claimed delivery whose call ended with `outcome` at
@@ -493,6 +543,7 @@ impl Runtime {
     }
 
     fn tick_parts(&self, now_ms: i64, sweep: bool, schedules: bool) -> Result<Vec<ClaimedSchedule>, StoreError> {
+        self.among_processes(now_ms)?;
         if sweep {
             let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
             let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
@@ -532,6 +583,48 @@ impl Runtime {
     /// Make sure every declared schedule has its row (at start).
     pub fn sync_schedules(&self, now_ms: i64) -> Result<(), StoreError> {
         self.store.sync_schedules(&self.schedules, now_ms)
+    }
+
+    /// What a run does first: keep its program's version in the store, say it
+    /// is running, and make sure every declared schedule has its row.
+    pub fn start(&self, now_ms: i64) -> Result<(), StoreError> {
+        if let Some(p) = &self.presence {
+            self.store.record_version(&p.version, now_ms)?;
+        }
+        self.among_processes(now_ms)?;
+        self.sync_schedules(now_ms)
+    }
+
+    /// What a run does last: it no longer counts as running.
+    pub fn stopped(&self) -> Result<(), StoreError> {
+        match &self.presence {
+            Some(p) => self.store.process_stopped(&p.process.id),
+            None => Ok(()),
+        }
+    }
+
+    /// This process among the others (at most every [`version::HEARTBEAT_EVERY_MS`]):
+    /// say it is alive, read which subscribers the running processes' programs
+    /// have, and take back the orphaned deliveries of its own subscribers.
+    fn among_processes(&self, now_ms: i64) -> Result<(), StoreError> {
+        let Some(p) = &self.presence else { return Ok(()) };
+        {
+            let mut seen = p.seen_ms.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.is_some_and(|at| now_ms < at.saturating_add(rules::ms_i64(version::HEARTBEAT_EVERY_MS))) {
+                return Ok(());
+            }
+            *seen = Some(now_ms);
+        }
+        let live_since = now_ms.saturating_sub(rules::ms_i64(version::PROCESS_LIVE_MS));
+        let known: HashSet<String> = self.store.heartbeat(&p.process, now_ms, live_since)?.into_iter().collect();
+        *self.elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(known);
+        let mine: Vec<String> = self.subscribers.keys().cloned().collect();
+        let orphans = self.store.orphans(&mine, ADOPT_BATCH)?;
+        if !orphans.is_empty() && self.store.adopt(&orphans, now_ms)? > 0 {
+            events::adopted(now_ms, orphans.len());
+            self.observer.work_due();
+        }
+        Ok(())
     }
 
     /// The call a schedule's run makes, or the defect that stops it.

@@ -228,7 +228,7 @@ impl Live {
             let started = match anchor_clock(&self, &halt).await {
                 Ok(()) => {
                     let now = self.clock().now_ms();
-                    blocking(&halt, "schedules' sync", move || rt.sync_schedules(now)).await
+                    blocking(&halt, "start", move || rt.start(now)).await
                 }
                 Err(e) => Err(e),
             };
@@ -349,6 +349,12 @@ impl Live {
         finished.close();
         let _ = committer.await;
         let _ = logger.await;
+        // No longer counted as running: its subscribers' deliveries are orphaned
+        // at once if no other process has them, not after its heartbeat ages.
+        let r = self.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || r.stopped()).await.unwrap_or(Ok(())) {
+            events::error(self.clock().now_ms(), &e);
+        }
         let recorded = finished.recorded.load(Ordering::Relaxed);
         halt.result(RunSummary { recorded, abandoned })
     }

@@ -3,6 +3,7 @@
 //! a breaker that closes, an outage's alert), once its guarded statement matched.
 
 use super::unnest::Columns;
+use super::versions::WRITER_VERSION;
 use super::{StoreError, col, pg_error, q};
 use jadpo_core::store::{BreakerAlert, EndedDelivery, NewDelivery, NewEvent, Raise};
 use postgres::Transaction;
@@ -46,8 +47,9 @@ pub(super) fn insert_events_of(
     tx.execute(
         &q(
             &format!(
-                "INSERT INTO {{s}}.events (id, name, payload, emitted_at, replay_of, delivery_ids) \
-                 SELECT id, name, payload, $1::bigint, replay_of, ($2::bigint[])[lo:hi] FROM {}",
+                "INSERT INTO {{s}}.events (id, name, payload, emitted_at, replay_of, delivery_ids, version) \
+                 SELECT id, name, payload, $1::bigint, replay_of, ($2::bigint[])[lo:hi], {} FROM {}",
+                WRITER_VERSION,
                 u.rows_clause(3)
             ),
             s,

@@ -84,7 +84,7 @@ fn position(row: &ClaimRow) -> (i64, i64) {
 /// ([`jadpo_core::rules::BLOCKS_ITS_KEY`] lists the states that hold it back).
 pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM {s}.deliveries b \
      WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-     AND b.state IN ('pending', 'running', 'held', 'parked')))";
+     AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned')))";
 
 /// The stretch of a due index a read takes its rows from, between two (due
 /// time, id) entries: after `after` (`None`: from the head) up to `up_to`
@@ -119,7 +119,7 @@ pub(super) fn read_rows(
             "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
              d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
              d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload, \
-             d.order_key IS NOT NULL AS ordered \
+             e.version AS event_version, d.order_key IS NOT NULL AS ordered \
              FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
              WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
              AND (d.due_at, d.id) <= ($5, $6){} \
@@ -165,6 +165,7 @@ pub(super) fn read_rows(
             event_id: col(r, "event_id")?,
             event: col(r, "event")?,
             payload: col(r, "payload")?,
+            event_version: col(r, "event_version")?,
             ordered: col(r, "ordered")?,
         });
     }

@@ -5,6 +5,7 @@
 use super::builtin::{DeliveryIds, insert_events_of};
 use super::reads::{VIEW_COLUMNS, view_of};
 use super::unnest::Columns;
+use super::versions::WRITER_VERSION;
 use super::{StoreError, col, pg_error, q, state_of};
 use jadpo_core::store::{
     DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
@@ -127,8 +128,9 @@ pub(super) fn write_expansions(
             &q(
                 &format!(
                     "UPDATE {{s}}.events e SET expanded = true, invalid_code = u.code, invalid_reason = u.reason, \
-                     delivery_ids = ($1::bigint[])[u.lo:u.hi] FROM {} \
+                     version = {}, delivery_ids = ($1::bigint[])[u.lo:u.hi] FROM {} \
                      WHERE e.id = u.id AND NOT e.expanded RETURNING e.id",
+                    WRITER_VERSION,
                     u.rows_clause(2)
                 ),
                 s,

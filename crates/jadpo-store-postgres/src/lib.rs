@@ -31,6 +31,7 @@ mod schedules;
 pub mod schema;
 pub mod sharing;
 mod unnest;
+mod versions;
 
 use connect::PgLocation;
 use jadpo_core::rules::Failure;
@@ -42,6 +43,7 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
+use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use postgres::Client;
 use postgres::error::SqlState;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +73,12 @@ pub struct PgStore {
     reconnect_for: Duration,
     /// Set when the store is dropped, to end its listening thread.
     stop_listening: Arc<AtomicBool>,
+    /// The schema's version: [`schema::VERSION`] once migrated; older only on a
+    /// handle that only reads.
+    schema_version: i64,
+    /// The version of the program this handle stores its events with, set on
+    /// each connection before it is used (see [`Prepared`]).
+    writer: Mutex<Option<String>>,
     /// Where this process's next claim reads from; held while a claim reads, so
     /// that the process's claims read one after another and never step over each
     /// other's locked rows.
@@ -117,7 +125,9 @@ impl PgStore {
     /// the schema is there and not newer than this build.
     pub fn open(url: &str, options: OpenOptions) -> Result<PgStore, StoreError> {
         let location = PgLocation::parse(url, std::env::var("PGPASSWORD").ok())?;
-        let store = PgStore {
+        let mut store = PgStore {
+            schema_version: schema::VERSION,
+            writer: Mutex::new(None),
             s: schema::quoted(&location.schema),
             location,
             pool: Mutex::new(Vec::new()),
@@ -127,11 +137,12 @@ impl PgStore {
         };
         let mut client = store.fresh_client()?;
         let (schema, shown) = (&store.location.schema, &store.location.shown);
-        match options.access {
+        let version = match options.access {
             Access::ReadWrite => schema::migrate(&mut client, schema, shown),
             Access::ReadOnly => schema::check(&mut client, schema, shown),
         }
         .map_err(|e| store.named(e))?;
+        store.schema_version = version;
         store.put(client, Prepared::default());
         Ok(store)
     }
@@ -209,6 +220,11 @@ impl PgStore {
             client = self.fresh_client()?;
             prepared = Prepared::default();
         }
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if prepared.1 != writer {
+            versions::set_writer(&mut client, writer.as_deref().unwrap_or_default()).map_err(|e| self.named(e))?;
+            prepared.1 = writer;
+        }
         let out = f(&mut client, &mut prepared, &self.s);
         self.put(client, prepared);
         out.map_err(|e| self.named(e))
@@ -233,7 +249,7 @@ impl Drop for PgStore {
 /// connection and planned once (a generic plan, see [`BULK_PLAN`]), not at every
 /// batch.
 #[derive(Default)]
-pub(crate) struct Prepared(std::collections::HashMap<String, postgres::Statement>);
+pub(crate) struct Prepared(std::collections::HashMap<String, postgres::Statement>, Option<String>);
 
 impl Prepared {
     /// `sql` prepared on the transaction's connection, once.
@@ -283,6 +299,42 @@ fn q(sql: &str, s: &str) -> String {
 }
 
 impl Store for PgStore {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
+        self.with_client(|c, s| versions::record(c, s, version, now_ms))?;
+        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.hash.clone());
+        Ok(())
+    }
+
+    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
+        if self.schema_version < schema::VERSION_WITH_VERSIONS {
+            return Ok(None);
+        }
+        self.with_client(versions::latest)
+    }
+
+    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.with_client(|c, s| versions::heartbeat(c, s, process, now_ms, live_since_ms))
+    }
+
+    fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
+        self.with_client(|c, s| versions::stopped(c, s, id))
+    }
+
+    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
+        self.with_client(|c, s| versions::orphans(c, s, subscribers, limit))
+    }
+
+    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+        self.with_client(|c, s| versions::adopt(c, s, rows, now_ms))
+    }
+
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+        if self.schema_version < schema::VERSION_WITH_VERSIONS {
+            return Ok(Vec::new());
+        }
+        self.with_client(|c, s| versions::versions(c, s, live_since_ms))
+    }
+
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.with_client(|c, s| outcomes::emit(c, s, events, now_ms))
     }

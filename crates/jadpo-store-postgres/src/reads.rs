@@ -13,7 +13,7 @@ pub(super) const VIEW_COLUMNS: &str = "d.id, d.event_id, e.name AS event, d.subs
      d.last_reason, d.end_reason, d.order_key, \
      CASE WHEN d.state = 'pending' AND d.order_key IS NOT NULL THEN (SELECT b.id FROM {s}.deliveries b \
      WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-     AND b.state IN ('pending', 'running', 'held', 'parked') ORDER BY b.event_id LIMIT 1) END AS waiting_on";
+     AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned') ORDER BY b.event_id LIMIT 1) END AS waiting_on";
 
 pub(super) fn view_of(r: &Row) -> Result<DeliveryView, StoreError> {
     let state = state_of(&col::<String>(r, "state")?)?;

@@ -227,7 +227,36 @@ BEGIN
 END
 $$;
 "#,
+    r#"
+-- Program versions: each checked program that wrote to the store, kept once
+-- with its files and subscribers; the processes running one, seen at their
+-- heartbeats; the version beside each event (its deliveries are of it). A
+-- delivery whose subscriber no running process's program has is `orphaned`,
+-- found by its subscriber when a process that has it starts.
+CREATE TABLE {s}.versions (
+    hash text PRIMARY KEY,
+    sources text NOT NULL,
+    subscribers text NOT NULL,
+    accepted text NOT NULL DEFAULT '[]',
+    created_at bigint NOT NULL,
+    started_at bigint NOT NULL
+);
+CREATE TABLE {s}.processes (
+    id text PRIMARY KEY,
+    host text NOT NULL,
+    pid bigint NOT NULL,
+    version text NOT NULL,
+    started_at bigint NOT NULL,
+    seen_at bigint NOT NULL
+);
+ALTER TABLE {s}.events ADD COLUMN version text;
+CREATE INDEX deliveries_orphaned ON {s}.deliveries (subscriber, id) WHERE state = 'orphaned';
+"#,
 ];
+
+/// The first schema version that keeps program versions and processes; a handle
+/// that only reads an older one reads none.
+pub const VERSION_WITH_VERSIONS: i64 = 10;
 
 /// The oldest schema version a handle that only reads knows every column of:
 /// version 7 gave deliveries their ordering key, which the listings read.

@@ -14,7 +14,10 @@ pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Re
         return Ok(Vec::new());
     }
     let mut ids = Vec::with_capacity(events.len());
-    let mut ev = tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at) VALUES (?1, ?2, ?3)")?;
+    let mut ev = tx.prepare_cached(concat!(
+        "INSERT INTO jadpo_events (name, payload, emitted_at, version) VALUES (?1, ?2, ?3, ",
+        "(SELECT version FROM temp.jadpo_writer))"
+    ))?;
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
          attempts, due_at, budget_start, held_ms, created_at, order_key) \

@@ -21,7 +21,8 @@ macro_rules! claim_columns {
         "d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, \
      d.lease_until, d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
      d.handled_at IS NOT NULL AS handled, \
-     e.id AS event_id, e.name AS event, e.payload, d.order_key IS NOT NULL AS ordered"
+     e.id AS event_id, e.name AS event, e.payload, e.version AS event_version, \
+     d.order_key IS NOT NULL AS ordered"
     };
 }
 
@@ -32,7 +33,7 @@ macro_rules! not_held_back {
     () => {
         "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM jadpo_deliveries b \
      WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-     AND b.state IN ('pending', 'running', 'held', 'parked')))"
+     AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned')))"
     };
 }
 pub(super) use not_held_back;
@@ -79,6 +80,7 @@ mod at {
     pub(super) const EVENT_ID: usize = crate::column_at(COLUMNS, "event_id");
     pub(super) const EVENT: usize = crate::column_at(COLUMNS, "event");
     pub(super) const PAYLOAD: usize = crate::column_at(COLUMNS, "payload");
+    pub(super) const EVENT_VERSION: usize = crate::column_at(COLUMNS, "event_version");
     pub(super) const ORDERED: usize = crate::column_at(COLUMNS, "ordered");
 }
 
@@ -122,6 +124,7 @@ fn read_claim_rows(tx: &Tx<'_>, state: DeliveryState, now_ms: i64, limit: usize)
             event_id: r.get(at::EVENT_ID)?,
             event: r.get(at::EVENT)?,
             payload: r.get(at::PAYLOAD)?,
+            event_version: r.get(at::EVENT_VERSION)?,
             ordered: r.get(at::ORDERED)?,
         });
     }
@@ -169,8 +172,22 @@ pub(super) const HOLD: &str = as_seen!(
     "UPDATE jadpo_deliveries SET state = 'held', due_at = NULL, lease_until = NULL, held_since = :now, \
      held_connection = :connection, last_code = :code, last_kind = :kind, last_reason = :reason"
 );
-/// A row waiting for its connection's rate: due at its turn, the wait held.
-pub(super) const WAIT: &str = as_seen!("UPDATE jadpo_deliveries SET due_at = :due_at, held_ms = held_ms + :waited");
+/// A row waiting for its connection's rate (or left for a process whose program
+/// has its subscriber): pending, due at its turn, the wait held; a lost
+/// worker's failure, when one is written, kept as its last.
+pub(super) const WAIT: &str = as_seen!(
+    "UPDATE jadpo_deliveries SET state = 'pending', due_at = :due_at, lease_until = NULL, \
+     held_ms = held_ms + :waited, last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
+     last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END"
+);
+/// A row whose subscriber no running process's program has: not due, waiting
+/// since now (its time held when it is taken back), a lost worker's failure
+/// kept as [`WAIT`] keeps it.
+pub(super) const ORPHAN: &str = as_seen!(
+    "UPDATE jadpo_deliveries SET state = 'orphaned', due_at = NULL, lease_until = NULL, held_since = :now, \
+     last_code = COALESCE(:code, last_code), last_kind = COALESCE(:kind, last_kind), \
+     last_reason = CASE WHEN :code IS NULL THEN last_reason ELSE :reason END"
+);
 /// A run: the attempt counted, leased (the lease's end is also its due time, so a
 /// claim finds it again when the lease ends).
 pub(super) const RUN: &str = as_seen!(
@@ -194,12 +211,16 @@ pub(super) const FAIL: &str = as_seen!(
 /// order they are bound in (the guard's four last): a test holds the statements
 /// to it.
 #[cfg(test)]
-pub(super) const WRITE_PARAMS: [(&str, &[&str]); 5] = [
+pub(super) const WRITE_PARAMS: [(&str, &[&str]); 6] = [
     (
         HOLD,
         &[":now", ":connection", ":code", ":kind", ":reason", ":id", ":seen_state", ":seen_attempts", ":seen_due_at"],
     ),
-    (WAIT, &[":due_at", ":waited", ":id", ":seen_state", ":seen_attempts", ":seen_due_at"]),
+    (
+        WAIT,
+        &[":due_at", ":waited", ":code", ":kind", ":reason", ":id", ":seen_state", ":seen_attempts", ":seen_due_at"],
+    ),
+    (ORPHAN, &[":now", ":code", ":kind", ":reason", ":id", ":seen_state", ":seen_attempts", ":seen_due_at"]),
     (
         RUN,
         &[
@@ -246,8 +267,12 @@ pub(super) fn apply(
             execute(writes, HOLD, &set, &guard)?
         }
         DeliveryState::Pending => {
-            let set: [&dyn ToSql; 2] = [&write.due_at, &write.waited_ms];
+            let set: [&dyn ToSql; 5] = [&write.due_at, &write.waited_ms, &code, &kind, &reason];
             execute(writes, WAIT, &set, &guard)?
+        }
+        DeliveryState::Orphaned => {
+            let set: [&dyn ToSql; 4] = [&now_ms, &code, &kind, &reason];
+            execute(writes, ORPHAN, &set, &guard)?
         }
         DeliveryState::Running => {
             let set: [&dyn ToSql; 7] =

@@ -69,8 +69,8 @@ fn insert_deliveries(tx: &Tx<'_>, event_id: i64, deliveries: &[NewDelivery], now
 fn mark_expanded(tx: &Tx<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
     let marked = tx
         .prepare_cached(
-            "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3 \
-             WHERE id = ?1 AND expanded = 0",
+            "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3, \
+             version = (SELECT version FROM temp.jadpo_writer) WHERE id = ?1 AND expanded = 0",
         )?
         .execute(params![id, code, reason])?;
     Ok(marked == 1)
@@ -188,8 +188,11 @@ pub(super) fn replay(conn: &mut Connection, replays: &[Replay], now_ms: i64) -> 
     let tx = Tx::immediate(conn)?;
     let mut ids = Vec::with_capacity(replays.len());
     for r in replays {
-        tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at, replay_of) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![r.event.name, r.event.payload, now_ms, r.of])?;
+        tx.prepare_cached(
+            "INSERT INTO jadpo_events (name, payload, emitted_at, replay_of, version) \
+             VALUES (?1, ?2, ?3, ?4, (SELECT version FROM temp.jadpo_writer))",
+        )?
+        .execute(params![r.event.name, r.event.payload, now_ms, r.of])?;
         let id = tx.last_insert_rowid();
         insert_deliveries(&tx, id, &r.event.deliveries, now_ms)?;
         ids.push(id);

@@ -26,6 +26,7 @@ mod schedules;
 mod schema;
 mod sharing;
 mod tx;
+mod versions;
 
 pub use schema::APPLICATION_ID;
 
@@ -38,6 +39,7 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
+use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
@@ -260,6 +262,10 @@ impl SqliteStore {
         if access == Access::ReadOnly {
             return Ok(version);
         }
+        // The version this connection stores its events with (none until
+        // `record_version`): a table of its own, in the connection's temporary
+        // database, which no write lock of the store's file guards.
+        conn.execute_batch(versions::WRITER_TABLE)?;
         let journal: String = busy::with_retry(&mut conn, &path, self.lock_wait, |c| {
             Ok(c.pragma_query_value(None, "journal_mode", |r| r.get(0))?)
         })?;
@@ -578,6 +584,40 @@ fn uri_path(path: &Path) -> String {
 }
 
 impl Store for SqliteStore {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
+        self.with_retry(|conn| versions::record(conn, version, now_ms))
+    }
+
+    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
+        if self.version < schema::VERSION_WITH_VERSIONS {
+            return Ok(None);
+        }
+        self.with_retry(versions::latest)
+    }
+
+    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.with_retry(|conn| versions::heartbeat(conn, process, now_ms, live_since_ms))
+    }
+
+    fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
+        self.with_retry(|conn| versions::stopped(conn, id))
+    }
+
+    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
+        self.with_retry(|conn| versions::orphans(conn, subscribers, limit))
+    }
+
+    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+        self.with_retry(|conn| versions::adopt(conn, rows, now_ms))
+    }
+
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+        if self.version < schema::VERSION_WITH_VERSIONS {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| versions::versions(conn, live_since_ms))
+    }
+
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
     }

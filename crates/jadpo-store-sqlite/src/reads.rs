@@ -22,7 +22,7 @@ pub(super) fn view_columns(version: i64) -> String {
     let waiting = if keys {
         "CASE WHEN d.state = 'pending' AND d.order_key IS NOT NULL THEN (SELECT b.id FROM jadpo_deliveries b \
          WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-         AND b.state IN ('pending', 'running', 'held', 'parked') ORDER BY b.event_id LIMIT 1) END AS waiting_on, \
+         AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned') ORDER BY b.event_id LIMIT 1) END AS waiting_on, \
          d.order_key"
     } else {
         "NULL AS waiting_on, NULL AS order_key"

@@ -162,6 +162,31 @@ DROP INDEX jadpo_deliveries_due;
 CREATE INDEX jadpo_deliveries_due ON jadpo_deliveries (state, due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX jadpo_deliveries_held ON jadpo_deliveries (held_connection, held_since, id) WHERE state = 'held';
 "#,
+    // Program versions: each checked program that wrote to the store, kept once
+    // with its files and subscribers; the processes running one, seen at their
+    // heartbeats; the version beside each event (its deliveries are of it). A
+    // delivery whose subscriber no running process's program has is
+    // `orphaned`, found by its subscriber when a process that has it starts.
+    r#"
+CREATE TABLE jadpo_versions (
+    hash TEXT PRIMARY KEY,
+    sources TEXT NOT NULL,
+    subscribers TEXT NOT NULL,
+    accepted TEXT NOT NULL DEFAULT '[]',
+    created_at INTEGER NOT NULL,
+    started_at INTEGER NOT NULL
+);
+CREATE TABLE jadpo_processes (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    version TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    seen_at INTEGER NOT NULL
+);
+ALTER TABLE jadpo_events ADD COLUMN version TEXT;
+CREATE INDEX jadpo_deliveries_orphaned ON jadpo_deliveries (subscriber, id) WHERE state = 'orphaned';
+"#,
 ];
 
 /// The newest schema version this build knows.
@@ -187,6 +212,10 @@ pub(super) const VERSION_WITH_KEYS: i64 = 5;
 /// The first version whose deliveries hold their handled record
 /// (`handled_at`); a read-only handle on an older store reads the table it had.
 pub(super) const VERSION_WITH_HANDLED_AT: i64 = 7;
+
+/// The first version that keeps program versions and processes; a read-only
+/// handle on an older store reads none.
+pub(super) const VERSION_WITH_VERSIONS: i64 = 9;
 
 /// What a file holds, read in one statement so that the three values are of one
 /// moment (another process may be creating the store meanwhile).

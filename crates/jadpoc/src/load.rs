@@ -2,6 +2,7 @@
 //! program.
 
 use jadpo_check::{Checked, Lower, Program, SourceFile, check};
+use jadpo_core::version::{ProgramVersion, SourceText};
 use jadpo_syntax::MAX_SOURCE_LEN;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -126,6 +127,27 @@ fn io_reason(e: &std::io::Error) -> String {
 /// Reads and checks a program for a command that runs it: diagnostics (if any) go
 /// to stderr; a program with errors is refused with exit 1, unreadable files with 2.
 pub fn program_for_run(paths: &[PathBuf]) -> Result<Program, ExitCode> {
+    load_for_run(paths).map(|loaded| loaded.program)
+}
+
+/// A checked program, with its files and the checker's findings (for
+/// `jadpoc diff` and the comparison `jadpoc run` makes with the store's).
+pub struct Loaded {
+    pub program: Program,
+    pub sources: Vec<SourceFile>,
+    pub checked: Checked,
+}
+
+impl Loaded {
+    /// The program's version, as a store keeps it.
+    pub fn version(&self) -> ProgramVersion {
+        let sources = self.sources.iter().map(|s| SourceText { path: s.name.clone(), text: s.text.clone() });
+        ProgramVersion::of(&self.program, sources.collect())
+    }
+}
+
+/// As [`program_for_run`], keeping the files and the checker's findings.
+pub fn load_for_run(paths: &[PathBuf]) -> Result<Loaded, ExitCode> {
     let sources = find_files(paths).and_then(|f| read_sources(&f)).map_err(|e| {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
@@ -135,5 +157,16 @@ pub fn program_for_run(paths: &[PathBuf]) -> Result<Program, ExitCode> {
         let color = crate::render::use_color(&std::io::stderr());
         eprint!("{}", crate::render::human(&sources, &checked, color));
     }
-    checked.program.ok_or(ExitCode::from(1))
+    let program = checked.program.clone().ok_or(ExitCode::from(1))?;
+    Ok(Loaded { program, sources, checked })
+}
+
+/// This host's name, as a process's row shows it.
+pub fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }

@@ -63,6 +63,8 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Print what a code means, or list every code.
     Explain(cmd::explain::ExplainArgs),
+    /// Compare two programs: what the new one does to what the old one left.
+    Diff(cmd::diff::DiffArgs),
     /// Run a checked program on the outbox runtime.
     Run(cmd::run::RunArgs),
     /// Store an event and its deliveries.
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Emit(args) => cmd::emit::run(args),
         Command::Deliveries(args) => cmd::deliveries::run(args),

@@ -4,6 +4,7 @@
 
 use jadpo_core::clock::{AnchoredClock, Clock, HostClock, TEST_CLOCK_OFFSET_ENV};
 use jadpo_core::store::{OpenOptions, Store};
+use jadpo_core::version::ProgramVersion;
 use jadpo_runtime::store::{self, DATABASE_URL_ENV, Location};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -128,6 +129,18 @@ pub fn open_store(db: &DbArg, how: Open) -> Result<Box<dyn Store>, ExitCode> {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
     })
+}
+
+/// The store a command that stores events opens (creating it if missing), with
+/// the version of the program it stores them for kept and written beside them.
+pub fn open_writer(db: &DbArg, version: &ProgramVersion) -> Result<Box<dyn Store>, ExitCode> {
+    let store = open_store(db, Open::CreateIfMissing)?;
+    let now = clock_for(&*store).now_ms();
+    store.record_version(version, now).map_err(|e| {
+        eprintln!("jadpoc: {e}");
+        ExitCode::from(2)
+    })?;
+    Ok(store)
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! for people; their JSON shapes are `jadpo_console::views`' (one definition for
 //! the commands' `--format json` and the console's API), re-exported here.
 
+use jadpo_check::plural;
+use jadpo_check::program::DeliveryState;
 use jadpo_core::clock::rfc3339;
 use jadpo_core::rules::breaker::Pause;
 use jadpo_core::store::{
@@ -27,8 +29,12 @@ pub fn delivery_line(d: &DeliveryView) -> String {
     } else if let Some(due) = d.due_at_ms {
         line.push_str(&format!("  due {}", rfc3339(due)));
     }
-    if let Some(held) = d.held_since_ms {
-        line.push_str(&format!("  held since {} by `{}`'s breaker", rfc3339(held), d.connection));
+    match d.held_since_ms {
+        Some(since) if d.state == DeliveryState::Orphaned => {
+            line.push_str(&format!("  orphaned since {}: {}", rfc3339(since), orphaned_because(&d.subscriber)));
+        }
+        Some(held) => line.push_str(&format!("  held since {} by `{}`'s breaker", rfc3339(held), d.connection)),
+        None => {}
     }
     if let Some(f) = &d.last_failure {
         line.push_str(&format!("  last failure {} ({})", f.kind.as_str(), f.code));
@@ -62,8 +68,12 @@ pub fn delivery_text(d: &DeliveryView, history: &[AttemptView]) -> String {
     } else if let Some(due) = d.due_at_ms {
         out.push_str(&format!("  due at      {}\n", rfc3339(due)));
     }
-    if let Some(h) = d.held_since_ms {
-        out.push_str(&format!("  held since  {}\n", rfc3339(h)));
+    match d.held_since_ms {
+        Some(since) if d.state == DeliveryState::Orphaned => {
+            out.push_str(&format!("  orphaned    since {}: {}\n", rfc3339(since), orphaned_because(&d.subscriber)));
+        }
+        Some(h) => out.push_str(&format!("  held since  {}\n", rfc3339(h))),
+        None => {}
     }
     if let Some(f) = &d.last_failure {
         out.push_str(&format!("  last failure {} ({})", f.kind.as_str(), f.code));
@@ -115,6 +125,28 @@ pub fn status_text(s: &StatusView) -> String {
     out.push_str(&format!("invalid events: {}\n", s.events.invalid));
     if s.events.unexpanded > 0 {
         out.push_str(&format!("events to expand: {}\n", s.events.unexpanded));
+    }
+    for (name, c) in &s.subscribers {
+        if let Some((_, n)) = c.iter().find(|(st, n)| *st == DeliveryState::Orphaned && *n > 0) {
+            out.push_str(&format!("orphaned: {n} of `{name}`: {}\n", orphaned_because(name)));
+        }
+    }
+    // The newest version, and every other one still running or with work left.
+    let shown = s.versions.iter().enumerate().filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0);
+    for (i, v) in shown {
+        out.push_str(&format!(
+            "version {}{}: since {}, {} in flight\n",
+            jadpo_core::version::short(&v.hash),
+            if i == 0 { " (newest)" } else { "" },
+            rfc3339(v.created_at_ms),
+            plural(v.in_flight, "delivery")
+        ));
+        for p in &v.processes {
+            out.push_str(&format!("  running: pid {} on {} since {}\n", p.pid, p.host, rfc3339(p.started_at_ms)));
+        }
+        if !v.accepted.is_empty() {
+            out.push_str(&format!("  accepted when it started: {}\n", v.accepted.join(", ")));
+        }
     }
     out
 }
@@ -286,4 +318,12 @@ mod tests {
         assert_eq!(json["last_failure"]["reason"], "connection refused");
         assert_eq!(json["history"][0]["reason"], "connection refused");
     }
+}
+
+/// Why a delivery of `subscriber` is orphaned, for people.
+pub(crate) fn orphaned_because(subscriber: &str) -> String {
+    format!(
+        "no running process's program has subscriber `{subscriber}` (a process whose program has it takes it back; \
+         `jadpoc deliveries skip --subscriber {subscriber}` ends it)"
+    )
 }

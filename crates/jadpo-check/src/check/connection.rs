@@ -11,7 +11,8 @@ use jadpo_syntax::ast::{Block, Decl, Entry, Value, ValueKind};
 use std::path::Path;
 
 /// The keys of a connection.
-const KEYS: &[&str] = &["url", "timeout", "retry", "headers", "max_in_flight", "tls", "signing", "rate", "burst"];
+const KEYS: &[&str] =
+    &["url", "timeout", "retry", "headers", "max_in_flight", "tls", "signing", "rate", "burst", "was"];
 
 const RATE_HELP: &str = "write a count per second, minute or hour, such as `rate: 50/s` or `rate: 600/m`";
 
@@ -81,6 +82,8 @@ impl<'a> Cx<'_, 'a> {
                 tls,
                 signing,
                 rate,
+                // Filled when the program is lowered, from what `was_names` kept.
+                was: Vec::new(),
             };
             self.keep(index, Resolved::Connection(connection));
         }

@@ -173,7 +173,7 @@ impl<'a> Cx<'_, 'a> {
     }
 
     pub(super) fn subscriber(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
-        let keys = self.keys(file, decl, block, &["on", "run", "retry", "timeout", "where", "order_by"], &[]);
+        let keys = self.keys(file, decl, block, &["on", "run", "retry", "timeout", "where", "order_by", "was"], &[]);
         // `Some(None)`: the event is unknown or did not parse; its fields are not checked.
         let event: Option<Option<usize>> = match keys.get("on") {
             None => {

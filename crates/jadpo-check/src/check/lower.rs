@@ -69,6 +69,7 @@ impl Cx<'_, '_> {
                         timeout_ms: *timeout_ms,
                         filter: filter.clone(),
                         order_by: order_by.clone(),
+                        was: Vec::new(),
                     });
                 }
                 (DeclKind::Schedule, Resolved::Schedule { every_ms, call: c }) => prog.schedules.push(p::Schedule {
@@ -83,6 +84,14 @@ impl Cx<'_, '_> {
         }
         for (i, s) in subscribers {
             index_of[i] = Some(s);
+        }
+        for &(i, name) in &self.was {
+            let at = index_of[i as usize]?;
+            match self.decls[i as usize].1.kind {
+                DeclKind::Subscriber => prog.subscribers.get_mut(at)?.was.push(name.to_string()),
+                DeclKind::Connection => prog.connections.get_mut(at)?.was.push(name.to_string()),
+                _ => return None,
+            }
         }
         prog.tests = self.lower_tests(files, &index_of)?;
         Some(prog)

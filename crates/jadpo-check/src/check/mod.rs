@@ -250,6 +250,9 @@ struct Cx<'d, 'a> {
     previous: Option<again::Previous>,
     /// How many declarations' findings were reused.
     reused: usize,
+    /// Each `was:` name of a subscriber or connection, by the index of its
+    /// declaration, in order: what lowering copies into the program.
+    was: Vec<(u32, &'a str)>,
 }
 
 /// How many definitions the index will hold at most: each declaration, each
@@ -317,6 +320,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             memo: None,
             previous: None,
             reused: 0,
+            was: Vec::new(),
         }
     }
 
@@ -379,6 +383,9 @@ impl<'d, 'a> Cx<'d, 'a> {
             }
         }
         self.forget_marks();
+        // Read from every subscriber's and connection's text at each check, never
+        // kept from the last one: a `was:` name is checked against the whole program.
+        self.was_names();
         self.second_pass();
         for index in 0..self.decls.len() {
             let (file, decl) = self.decls[index];
@@ -467,6 +474,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             memo: None,
             previous: None,
             reused: 0,
+            was: Vec::new(),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::index::{Def, DefId, SymbolKind};
 use crate::program::Type;
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
-use jadpo_syntax::ast::{Body, Decl, DeclKind, Name, Span};
+use jadpo_syntax::ast::{Body, Decl, DeclKind, Name, Span, ValueKind};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -100,6 +100,110 @@ impl<'a> Cx<'_, 'a> {
                 self.push(d);
             } else {
                 Arc::make_mut(&mut self.names).insert(self.decls, index);
+            }
+        }
+    }
+
+    /// The `was:` of every subscriber and connection: a name or a list of names the
+    /// declaration had before. Each old name must be free now (no declaration of
+    /// the kind has it) and claimed once, so that a program's next version maps
+    /// every old declaration to at most one new one.
+    pub(super) fn was_names(&mut self) {
+        self.was.clear();
+        // (declaration, name, span) of every name claimed so far.
+        let mut claimed: Vec<(usize, &'a str, Span)> = Vec::new();
+        for (index, &(file, decl)) in self.decls.iter().enumerate() {
+            if file == BUILTIN_FILE || !matches!(decl.kind, DeclKind::Subscriber | DeclKind::Connection) {
+                continue;
+            }
+            let Body::Block { block, .. } = &decl.body else { continue };
+            // A second `was:` is reported as a duplicate key; the first one counts.
+            let Some(entry) = block.entries.iter().find(|e| e.key.text == "was" && !e.key.quoted) else { continue };
+            let names: Vec<Name<'a>> = match &entry.value.kind {
+                ValueKind::Ident { name, optional: false } => vec![Name { text: name, span: entry.value.span }],
+                ValueKind::List(items) => {
+                    let mut names = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item.value.kind {
+                            ValueKind::Ident { name, optional: false } if item.times.is_none() => {
+                                names.push(Name { text: name, span: item.value.span })
+                            }
+                            _ => {
+                                self.invalid_value(
+                                    file,
+                                    &item.value,
+                                    format!("`was:` lists names, found {}", item.value.kind.describe()),
+                                    "write `was: [old_name, older_name]`",
+                                );
+                            }
+                        }
+                    }
+                    names
+                }
+                other => {
+                    self.invalid_value(
+                        file,
+                        &entry.value,
+                        format!("`was:` takes a name or a list of names, found {}", other.describe()),
+                        "write `was: old_name`, the name it had before",
+                    );
+                    continue;
+                }
+            };
+            let what = decl.kind.keyword();
+            for name in names {
+                if name.text == decl.name.text {
+                    self.push(
+                        Diagnostic::new(
+                            Code::NameWasItself,
+                            file,
+                            name.span,
+                            format!("`was:` names the {what} `{}` itself", name.text),
+                        )
+                        .help(format!("remove `{}`; `was:` lists the names the {what} had before", name.text)),
+                    );
+                    continue;
+                }
+                if let Some(now) = self.lookup(decl.kind, name.text) {
+                    let (nfile, ndecl) = self.decls[now];
+                    self.push(
+                        Diagnostic::new(
+                            Code::NameWasCollides,
+                            file,
+                            name.span,
+                            format!("`was:` names the {what} `{}`, which the program still declares", name.text),
+                        )
+                        .label(nfile, ndecl.name.span, "declared here")
+                        .help(format!(
+                            "a `was:` name is one the program no longer declares; remove `{}` from `was:`, or rename that {what}",
+                            name.text
+                        )),
+                    );
+                    continue;
+                }
+                if let Some(&(first, _, first_span)) =
+                    claimed.iter().find(|(i, n, _)| *n == name.text && self.decls[*i].1.kind == decl.kind)
+                {
+                    let (ffile, fdecl) = self.decls[first];
+                    self.push(
+                        Diagnostic::new(
+                            Code::NameWasCollides,
+                            file,
+                            name.span,
+                            format!(
+                                "the old {what} `{}` is claimed by `{}` and by `{}`",
+                                name.text, fdecl.name.text, decl.name.text
+                            ),
+                        )
+                        .label(ffile, first_span, "first claimed here")
+                        .help("an old declaration becomes one new one: keep the name in one `was:`"),
+                    );
+                    continue;
+                }
+                claimed.push((index, name.text, name.span));
+                if self.lower == super::Lower::Yes {
+                    self.was.push((index as u32, name.text));
+                }
             }
         }
     }

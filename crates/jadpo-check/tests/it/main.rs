@@ -2,6 +2,7 @@
 //! linking happens once.
 
 mod corpus;
+mod diff;
 mod docs;
 mod index;
 mod lower;

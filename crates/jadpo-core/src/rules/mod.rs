@@ -343,6 +343,17 @@ pub enum ClaimDecision {
         /// Its turn.
         until_ms: i64,
     },
+    /// Its subscriber is not in this process's program: left for a process whose
+    /// program has it, never run or failed here (not counted as an attempt).
+    Leave {
+        /// When it is due again, for the process that has it (the time until
+        /// then added to its time held); `None` when no running process's program
+        /// has it: `orphaned`, not due, until one does (see [`leave_at_claim`]).
+        until_ms: Option<i64>,
+        /// The previous worker's lease had ended (its attempt is recorded as
+        /// `lease_expired`).
+        lease_expired: bool,
+    },
     /// Given up at the claim, without running; not counted as an attempt.
     GiveUp {
         /// The failure kept: the last attempt's, or `deadline_exceeded` if it was
@@ -416,6 +427,38 @@ pub fn decide_at_claim(
     }
 }
 
+/// How long a delivery of a subscriber this process's program lacks waits for a
+/// process whose program has it, when one is running: that process takes it
+/// when it is due again.
+pub const LEAVE_FOR_ANOTHER_MS: u64 = 1_000;
+
+/// What a claim at `now_ms` does with a delivery whose subscriber is not in this
+/// process's program: nothing if it is not claimable (or it was handled, which
+/// needs no program); else it is left, due again after
+/// [`LEAVE_FOR_ANOTHER_MS`] when `elsewhere` (a running process's program has
+/// its subscriber), else `orphaned`. Its budget is not read: it is another
+/// program's.
+pub fn leave_at_claim(record: &Record, now_ms: i64, handled: bool, elsewhere: bool) -> ClaimDecision {
+    match decide_at_claim(record, &Budget::default(), now_ms, handled, 0) {
+        decided @ (ClaimDecision::Skip | ClaimDecision::Handled) => decided,
+        ClaimDecision::Run { lease_expired, .. }
+        | ClaimDecision::Hold { lease_expired, .. }
+        | ClaimDecision::GiveUp { lease_expired, .. }
+        | ClaimDecision::Leave { lease_expired, .. } => ClaimDecision::Leave {
+            until_ms: elsewhere.then(|| now_ms.saturating_add(ms_i64(LEAVE_FOR_ANOTHER_MS))),
+            lease_expired,
+        },
+        ClaimDecision::Wait { until_ms } => ClaimDecision::Wait { until_ms },
+    }
+}
+
+/// The time held of an orphaned delivery taken back at `now_ms` by a process
+/// whose program has its subscriber (it is then `pending`, due now): the time it
+/// waited since `orphaned_at_ms` is added, so that it costs its `within:` nothing.
+pub fn held_when_adopted(held_ms: i64, orphaned_at_ms: i64, now_ms: i64) -> i64 {
+    held_ms.saturating_add(now_ms.saturating_sub(orphaned_at_ms).max(0))
+}
+
 /// The end of a lease taken at `now_ms` for a run limited to `run_timeout_ms`.
 pub fn lease_until_ms(now_ms: i64, run_timeout_ms: u64) -> i64 {
     now_ms.saturating_add(ms_i64(run_timeout_ms)).saturating_add(ms_i64(LEASE_GRACE_MS))
@@ -435,34 +478,41 @@ pub fn window_start_at_claim(record: &Record, ordered: bool, now_ms: i64) -> i64
 
 /// The states in which a delivery holds back the later deliveries of its key
 /// (`order_by:`): until it has succeeded, failed for good or been skipped.
-pub const BLOCKS_ITS_KEY: [DeliveryState; 4] =
-    [DeliveryState::Pending, DeliveryState::Running, DeliveryState::Held, DeliveryState::Parked];
+pub const BLOCKS_ITS_KEY: [DeliveryState; 5] = [
+    DeliveryState::Pending,
+    DeliveryState::Running,
+    DeliveryState::Held,
+    DeliveryState::Parked,
+    DeliveryState::Orphaned,
+];
 
 /// An operator's skip: a delivery not running and not ended ends `skipped`, so
 /// that its key's later deliveries go on. Any other state is left alone (`None`).
 pub fn operator_skip(record: &Record) -> Option<Record> {
     match record.state {
-        DeliveryState::Pending | DeliveryState::Held | DeliveryState::Parked => {
+        DeliveryState::Pending | DeliveryState::Held | DeliveryState::Parked | DeliveryState::Orphaned => {
             Some(Record { state: DeliveryState::Skipped, due_at_ms: None, lease_until_ms: None, ..record.clone() })
         }
         _ => None,
     }
 }
 
-/// An operator's retry at `now_ms`: a `failed`, `parked` or `skipped` delivery becomes
+/// An operator's retry at `now_ms`: a `failed`, `parked`, `skipped` or `orphaned` delivery becomes
 /// `pending`, due now, with a fresh budget (attempts from zero, `within` counted
 /// from now, time held reset). Any other state is left alone (`None`).
 pub fn operator_retry(record: &Record, now_ms: i64) -> Option<Record> {
     match record.state {
-        DeliveryState::Failed | DeliveryState::Parked | DeliveryState::Skipped => Some(Record {
-            state: DeliveryState::Pending,
-            attempts: 0,
-            due_at_ms: Some(now_ms),
-            lease_until_ms: None,
-            budget_start_ms: now_ms,
-            held_ms: 0,
-            last_failure: None,
-        }),
+        DeliveryState::Failed | DeliveryState::Parked | DeliveryState::Skipped | DeliveryState::Orphaned => {
+            Some(Record {
+                state: DeliveryState::Pending,
+                attempts: 0,
+                due_at_ms: Some(now_ms),
+                lease_until_ms: None,
+                budget_start_ms: now_ms,
+                held_ms: 0,
+                last_failure: None,
+            })
+        }
         _ => None,
     }
 }

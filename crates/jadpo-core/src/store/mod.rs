@@ -18,6 +18,7 @@ pub use raise::{EndedDelivery, NoRaise, Raise};
 
 use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
+use crate::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use jadpo_check::program::DeliveryState;
 use std::time::Duration;
 
@@ -73,9 +74,11 @@ pub fn end_reason_at_claim(decision: &ClaimDecision) -> Option<&'static str> {
     match decision {
         ClaimDecision::Handled => Some(END_HANDLED),
         ClaimDecision::GiveUp { because, .. } => Some(because.as_str()),
-        ClaimDecision::Skip | ClaimDecision::Run { .. } | ClaimDecision::Hold { .. } | ClaimDecision::Wait { .. } => {
-            None
-        }
+        ClaimDecision::Skip
+        | ClaimDecision::Run { .. }
+        | ClaimDecision::Hold { .. }
+        | ClaimDecision::Wait { .. }
+        | ClaimDecision::Leave { .. } => None,
     }
 }
 
@@ -262,6 +265,8 @@ pub struct Claimed {
     pub event: String,
     /// Its event's JSON payload.
     pub payload: String,
+    /// The hash of the program version that stored its event, if known.
+    pub event_version: Option<String>,
     /// Its subscriber.
     pub subscriber: String,
     /// Its connection.
@@ -289,6 +294,22 @@ pub struct ClaimReport {
     pub held: Vec<HeldAtClaim>,
     /// Deliveries left pending for their connection's rate.
     pub waiting: Vec<WaitingAtClaim>,
+    /// Deliveries of subscribers this process's program lacks, left for a
+    /// process whose program has them, or orphaned.
+    pub left: Vec<LeftAtClaim>,
+}
+
+/// A delivery a claim left because its subscriber is not in this process's
+/// program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftAtClaim {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its subscriber.
+    pub subscriber: String,
+    /// When it is due again for the process whose program has it; `None`:
+    /// orphaned (no running process's program has it).
+    pub until_ms: Option<i64>,
 }
 
 /// A delivery a claim left pending for its connection's rate (or a provider's
@@ -326,7 +347,7 @@ pub struct HeldAtClaim {
 impl ClaimReport {
     /// How many deliveries the claim changed.
     pub fn changed(&self) -> usize {
-        self.run.len() + self.ended.len() + self.held.len() + self.waiting.len()
+        self.run.len() + self.ended.len() + self.held.len() + self.waiting.len() + self.left.len()
     }
 }
 
@@ -487,6 +508,9 @@ pub struct StatusView {
     pub oldest_pending_s: Option<i64>,
     /// Events invalid, and waiting to be expanded ([`Store::event_counts`]).
     pub events: EventCounts,
+    /// The program versions kept, newest first, with the processes running each
+    /// and its deliveries in flight ([`Store::versions`]).
+    pub versions: Vec<VersionView>,
 }
 
 /// A connection's circuit breaker as the store keeps it.
@@ -758,6 +782,35 @@ pub struct EventCounts {
 
 /// The store's operations; each call is one transaction.
 pub trait Store: Send + Sync {
+    /// Keep `version` (once per hash, with its files) and write it from now on
+    /// beside every event this handle stores, its deliveries being of that
+    /// version. `version.created_at_ms` is ignored: `now_ms` is used the first
+    /// time; `version.accepted` is kept when the version is new.
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError>;
+
+    /// The version kept most recently, if any.
+    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError>;
+
+    /// Note `process` alive at `now_ms`, and read the subscribers (with their
+    /// earlier names) of the programs that every process seen since
+    /// `live_since_ms` runs.
+    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError>;
+
+    /// `process` stopped: it no longer counts as running.
+    fn process_stopped(&self, id: &str) -> Result<(), StoreError>;
+
+    /// Up to `limit` orphaned deliveries of `subscribers`, oldest first.
+    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError>;
+
+    /// Take back orphaned deliveries, each `pending` and due at `now_ms` with its
+    /// time held as [`crate::rules::adopt`] says, conditional on being as read;
+    /// returns how many were.
+    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError>;
+
+    /// The versions kept, newest first, each with the processes seen since
+    /// `live_since_ms` that run it and its deliveries in flight.
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError>;
+
     /// Store events and their deliveries, due at once, in one transaction; returns
     /// the events' ids in order.
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError>;

@@ -241,11 +241,11 @@ mod tests {
         assert!(labels("|").contains(&"subscriber".to_string()));
         assert_eq!(
             labels("subscriber s {\n    on: PaymentReceived\n    |\n}\n"),
-            vec!["run", "retry", "timeout", "where", "order_by"]
+            vec!["run", "retry", "timeout", "where", "order_by", "was"]
         );
         assert_eq!(
             labels("connection c {\n    url: \"https://x.example\"\n    rate: 50/s\n    |\n}\n"),
-            vec!["timeout", "retry", "headers", "max_in_flight", "tls", "signing", "burst"]
+            vec!["timeout", "retry", "headers", "max_in_flight", "tls", "signing", "burst", "was"]
         );
         assert_eq!(labels("subscriber s {\n    retry: { attempts: 3, | }\n}\n"), vec!["within"]);
     }

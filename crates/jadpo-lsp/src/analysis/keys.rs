@@ -118,6 +118,12 @@ pub fn keys_of(block: BlockKind) -> Vec<KeyDoc> {
                     RATE_BURST_RANGE.0, RATE_BURST_RANGE.1, DEFAULT_RATE_BURST
                 ),
             ),
+            key(
+                "was",
+                false,
+                "${1:old_name}",
+                "The names this connection had in earlier versions of the program: a name or a list of names, which the program no longer declares. `jadpoc diff` then compares it with the connection it was, rather than reporting one removed. Default: none.".into(),
+            ),
         ],
         BlockKind::ConnectionSigning => vec![
             key("secret", false, "env(\"${1:LEDGER_WHSEC}\")", "`env(\"VAR\")` holding a `whsec_` secret, or a list of them while a provider moves to a new one (every secret signs). Never written in the program. Signs with HMAC-SHA256 (`v1`).".into()),
@@ -182,6 +188,12 @@ pub fn keys_of(block: BlockKind) -> Vec<KeyDoc> {
                 false,
                 "event.${1:field}",
                 "A `string` or `int` field of the event: deliveries with one value of it run one at a time, in event order. Default: no order.".into(),
+            ),
+            key(
+                "was",
+                false,
+                "${1:old_name}",
+                "The names this subscriber had in earlier versions of the program: a name or a list of names, which the program no longer declares. `jadpoc diff` then compares it with the subscriber it was, whose deliveries it takes on, rather than reporting one removed. Default: none.".into(),
             ),
         ],
         BlockKind::Decl(DeclKind::Schedule) => vec![

@@ -11,3 +11,4 @@ mod retention;
 mod runtime;
 mod stalls;
 mod store;
+mod versions;

@@ -31,18 +31,22 @@ enum DeliveriesCommand {
         /// The delivery's id.
         id: i64,
     },
-    /// Retry failed, parked or skipped deliveries with a fresh budget.
+    /// Retry failed, parked, skipped or orphaned deliveries with a fresh budget.
     Retry {
         /// The deliveries' ids.
         #[arg(required = true)]
         ids: Vec<i64>,
     },
-    /// Skip pending, held or parked deliveries: each ends `skipped`, and the
-    /// deliveries of its key that wait on it (`order_by:`) go on.
+    /// Skip pending, held, parked or orphaned deliveries: each ends `skipped`,
+    /// and the deliveries of its key that wait on it (`order_by:`) go on.
     Skip {
         /// The deliveries' ids.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "subscriber", conflicts_with = "subscriber")]
         ids: Vec<i64>,
+        /// Every orphaned delivery of this subscriber (one no running process's
+        /// program has) instead.
+        #[arg(long, value_name = "NAME")]
+        subscriber: Option<String>,
     },
 }
 
@@ -113,7 +117,9 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                     }
                     RetryResult::NotRetryable(s) => {
                         code = ExitCode::from(1);
-                        format!("delivery {id} is {s}; only failed, parked or skipped deliveries can be retried")
+                        format!(
+                            "delivery {id} is {s}; only failed, parked, skipped or orphaned deliveries can be retried"
+                        )
                     }
                 };
                 match args.format.format {
@@ -129,8 +135,13 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             }
             code
         }
-        Some(DeliveriesCommand::Skip { ids }) => {
-            let results = match store.skip(&ids, crate::store::clock_for(&*store).now_ms()) {
+        Some(DeliveriesCommand::Skip { ids, subscriber }) => {
+            let now = crate::store::clock_for(&*store).now_ms();
+            let skipped = match subscriber {
+                None => store.skip(&ids, now).map(|results| (ids, results)),
+                Some(name) => skip_orphans(&*store, &name, now),
+            };
+            let (ids, results) = match skipped {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
@@ -147,7 +158,10 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                         code = ExitCode::from(1);
                         (
                             "not_skippable",
-                            format!("delivery {id} is {s}; only pending, held or parked deliveries can be skipped"),
+                            format!(
+                                "delivery {id} is {s}; only pending, held, parked or orphaned deliveries can be \
+                                 skipped"
+                            ),
                         )
                     }
                 };
@@ -161,6 +175,32 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
                 crate::print_json(&serde_json::Value::Array(out));
             }
             code
+        }
+    }
+}
+
+/// Skip every orphaned delivery of `subscriber`, a batch at a time; the ids
+/// skipped (or found changed since) and what became of each.
+fn skip_orphans(
+    store: &dyn jadpo_core::store::Store,
+    subscriber: &str,
+    now_ms: i64,
+) -> Result<(Vec<i64>, Vec<SkipResult>), jadpo_core::store::StoreError> {
+    const BATCH: usize = 500;
+    let names = [subscriber.to_string()];
+    let (mut ids, mut results) = (Vec::new(), Vec::new());
+    loop {
+        let batch: Vec<i64> = store.orphans(&names, BATCH)?.into_iter().map(|o| o.id).collect();
+        if batch.is_empty() {
+            return Ok((ids, results));
+        }
+        let skipped = store.skip(&batch, now_ms)?;
+        // A batch that skipped none (each taken back meanwhile) would be read again.
+        let any = skipped.iter().any(|r| matches!(r, SkipResult::Skipped));
+        ids.extend(batch);
+        results.extend(skipped);
+        if !any {
+            return Ok((ids, results));
         }
     }
 }

@@ -2,11 +2,12 @@
 //! from NDJSON in batches. Works while a `jadpoc run` holds the store.
 
 use crate::args::plural;
-use crate::store::{DbArg, Open, open_store};
+use crate::store::{DbArg, open_writer};
 use jadpo_check::builtin::PREFIX;
 use jadpo_check::program::Program;
 use jadpo_core::payload::{PayloadError, new_event};
 use jadpo_core::store::NewEvent;
+use jadpo_core::version::ProgramVersion;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,8 +58,11 @@ pub fn run(args: EmitArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let files: Vec<PathBuf> = words.into_iter().map(PathBuf::from).collect();
-    let program = match crate::load::program_for_run(&files) {
-        Ok(p) => p,
+    let (program, version) = match crate::load::load_for_run(&files) {
+        Ok(loaded) => {
+            let version = loaded.version();
+            (loaded.program, version)
+        }
         Err(code) => return code,
     };
     if program.event(&event).is_none() {
@@ -66,12 +70,12 @@ pub fn run(args: EmitArgs) -> ExitCode {
         return ExitCode::from(1);
     }
     match &args.ndjson {
-        None => emit_one(&program, &event, json.as_deref().unwrap_or("{}"), &args),
-        Some(source) => emit_ndjson(&program, &event, source, &args),
+        None => emit_one(&program, &version, &event, json.as_deref().unwrap_or("{}"), &args),
+        Some(source) => emit_ndjson(&program, &version, &event, source, &args),
     }
 }
 
-fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> ExitCode {
+fn emit_one(program: &Program, version: &ProgramVersion, event: &str, json: &str, args: &EmitArgs) -> ExitCode {
     let new = match new_event(program, event, json) {
         Ok(e) => e,
         Err(e) => {
@@ -79,7 +83,7 @@ fn emit_one(program: &Program, event: &str, json: &str, args: &EmitArgs) -> Exit
             return ExitCode::from(1);
         }
     };
-    let store = match open_store(&args.db, Open::CreateIfMissing) {
+    let store = match open_writer(&args.db, version) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -113,7 +117,7 @@ impl Counts {
     }
 }
 
-fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) -> ExitCode {
+fn emit_ndjson(program: &Program, version: &ProgramVersion, event: &str, source: &str, args: &EmitArgs) -> ExitCode {
     let mut reader: Box<dyn BufRead> = if source == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
@@ -125,7 +129,7 @@ fn emit_ndjson(program: &Program, event: &str, source: &str, args: &EmitArgs) ->
             }
         }
     };
-    let store = match open_store(&args.db, Open::CreateIfMissing) {
+    let store = match open_writer(&args.db, version) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -1,8 +1,9 @@
 //! `jadpoc explain [CODE]`: what a code means, a diagnostic's of `jadpoc check` or a
 //! runtime code's (an attempt's failure, a `--listen` refusal), or the list of every
-//! code with its summary.
+//! code with its summary; `jadpoc diff`'s codes too.
 
 use jadpo_check::Code;
+use jadpo_check::diff::DiffCode;
 use jadpo_core::codes::{self, RuntimeCode};
 use std::process::ExitCode;
 
@@ -28,6 +29,16 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         ));
         return ExitCode::SUCCESS;
     }
+    if let Some(code) = DiffCode::parse(&name) {
+        crate::print_stdout(&format!(
+            "# {} ({}, `jadpoc diff`)\n\n{}\n\n{}\n",
+            code,
+            code.severity().as_str(),
+            code.summary(),
+            code.doc().trim_end()
+        ));
+        return ExitCode::SUCCESS;
+    }
     if let Some(code) = codes::lookup(&name) {
         crate::print_stdout(&format!(
             "# {} ({})\n\n{}\n\n{}\n",
@@ -42,9 +53,13 @@ pub fn run(args: ExplainArgs) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Every name either registry knows, the checker's first.
+/// Every name a registry knows: the checker's, `jadpoc diff`'s, the runtime's.
 fn all_names() -> impl Iterator<Item = &'static str> {
-    Code::ALL.iter().map(|c| c.as_str()).chain(RuntimeCode::ALL.iter().map(|c| c.as_str()))
+    Code::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .chain(DiffCode::ALL.iter().map(|c| c.as_str()))
+        .chain(RuntimeCode::ALL.iter().map(|c| c.as_str()))
 }
 
 /// Every code, one a line: the checker's diagnostics with their severity, then the
@@ -53,6 +68,10 @@ fn list() -> String {
     let width = all_names().map(str::len).max().unwrap_or(0);
     let mut out = String::from("Diagnostics of `jadpoc check`:\n");
     for c in Code::ALL {
+        out.push_str(&format!("  {:width$}  {:14}  {}\n", c.as_str(), c.severity().as_str(), c.summary()));
+    }
+    out.push_str("\nFindings of `jadpoc diff`: what a new program does to what the old one left:\n");
+    for c in DiffCode::ALL {
         out.push_str(&format!("  {:width$}  {:14}  {}\n", c.as_str(), c.severity().as_str(), c.summary()));
     }
     out.push_str("\nRuntime codes: how an attempt failed, and why `--listen` refused an event:\n");

@@ -4,6 +4,7 @@ pub mod breakers;
 pub mod check;
 pub mod console;
 pub mod deliveries;
+pub mod diff;
 pub mod emit;
 pub mod events;
 pub mod explain;

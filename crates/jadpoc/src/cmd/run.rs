@@ -11,6 +11,7 @@ use jadpo_core::drivers::{Driver, FakeDriver, parse_answers};
 use jadpo_core::rng::RandomSource;
 use jadpo_core::steps::{Observer, Runtime};
 use jadpo_core::store::Store;
+use jadpo_core::version::ProcessRow;
 use jadpo_http::client::{HttpClient, HttpDriver};
 use jadpo_http::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
 use jadpo_http::metrics::{METRICS_PATH, Metrics, MetricsSource};
@@ -152,10 +153,12 @@ pub(crate) fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    let program = match crate::load::program_for_run(&args.program.paths) {
-        Ok(p) => Arc::new(p),
+    let loaded = match crate::load::load_for_run(&args.program.paths) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let version = loaded.version();
+    let program = Arc::new(loaded.program.clone());
     // One random source for the run: the waits between attempts and the drivers' re-sends.
     let random = RandomSource::from_system();
     let drivers = match drivers(&program, &args.fakes, &random) {
@@ -211,7 +214,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         poll_ms: args.poll_ms.max(1),
         ..RuntimeConfig::default()
     };
-    let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config);
+    let process = ProcessRow::this(&crate::load::host_name(), &version.hash, clock.now_ms());
+    let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config)
+        .with_presence(version, process);
     let metrics = metrics_addr.map(|_| {
         let metrics = Arc::new(Metrics::new(&program));
         MetricsSource { metrics, store: store.clone(), clock: clock.clone() }

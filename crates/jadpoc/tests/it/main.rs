@@ -6,6 +6,7 @@ mod check_cli;
 mod cli;
 mod common;
 mod console_cli;
+mod diff_cli;
 mod docs;
 mod editors;
 mod events_cli;

@@ -14,6 +14,7 @@ use jadpo_core::store::{
     PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SkipResult, StatusView,
     Store, StoreError, UnexpandedEvent, Waker,
 };
+use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use rand::SeedableRng;
 use std::sync::Arc;
 
@@ -98,6 +99,27 @@ pub struct Hooked<H> {
 }
 
 impl<H: ClaimHook> Store for Hooked<H> {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
+        self.inner.record_version(version, now_ms)
+    }
+    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
+        self.inner.latest_version()
+    }
+    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.inner.heartbeat(process, now_ms, live_since_ms)
+    }
+    fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.process_stopped(id)
+    }
+    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
+        self.inner.orphans(subscribers, limit)
+    }
+    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+        self.inner.adopt(rows, now_ms)
+    }
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+        self.inner.versions(live_since_ms)
+    }
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<jadpo_core::store::AttemptRate>, StoreError> {
         self.inner.attempt_rates(since_ms)
     }

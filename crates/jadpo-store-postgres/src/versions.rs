@@ -1,0 +1,220 @@
+//! Program versions and the processes running them: each version kept once with
+//! its files, each process's heartbeat, and the orphaned deliveries a process
+//! whose program has their subscriber takes back.
+
+use super::{StoreError, col, pg_error, q};
+use jadpo_check::program::DeliveryState;
+use jadpo_core::rules::held_when_adopted;
+use jadpo_core::version::{
+    OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
+};
+use postgres::Client;
+
+/// The setting, on each of the store's connections, naming the version its
+/// events are stored with (set by [`set_writer`] when it changes).
+const WRITER_SETTING: &str = "jadpo.version";
+
+/// The value an event's insert (or expansion) writes in its `version` column:
+/// the connection's [`WRITER_SETTING`], none when unset.
+pub(super) const WRITER_VERSION: &str = "NULLIF(current_setting('jadpo.version', true), '')";
+
+/// Name `version` as the one this connection stores its events with.
+pub(super) fn set_writer(client: &mut Client, version: &str) -> Result<(), StoreError> {
+    client.execute("SELECT set_config($1, $2, false)", &[&WRITER_SETTING, &version]).map_err(pg_error)?;
+    Ok(())
+}
+
+pub(super) fn record(client: &mut Client, s: &str, v: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
+    client
+        .execute(
+            &q(
+                "INSERT INTO {s}.versions (hash, sources, subscribers, accepted, created_at, started_at) \
+                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (hash) DO UPDATE SET started_at = $5",
+                s,
+            ),
+            &[&v.hash, &to_stored(&v.sources), &to_stored(&v.subscribers), &to_stored(&v.accepted), &now_ms],
+        )
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+pub(super) fn latest(client: &mut Client, s: &str) -> Result<Option<ProgramVersion>, StoreError> {
+    let rows = client
+        .query(
+            &q(
+                "SELECT hash, sources, subscribers, accepted, created_at FROM {s}.versions \
+                 ORDER BY started_at DESC, created_at DESC LIMIT 1",
+                s,
+            ),
+            &[],
+        )
+        .map_err(pg_error)?;
+    let Some(r) = rows.first() else { return Ok(None) };
+    Ok(Some(ProgramVersion {
+        hash: col(r, "hash")?,
+        sources: from_stored::<Vec<SourceText>>(&col::<String>(r, "sources")?, "files")?,
+        subscribers: from_stored(&col::<String>(r, "subscribers")?, "subscribers")?,
+        accepted: from_stored(&col::<String>(r, "accepted")?, "accepted findings")?,
+        created_at_ms: col(r, "created_at")?,
+    }))
+}
+
+pub(super) fn heartbeat(
+    client: &mut Client,
+    s: &str,
+    p: &ProcessRow,
+    now_ms: i64,
+    live_since_ms: i64,
+) -> Result<Vec<String>, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    tx.execute(
+        &q(
+            "INSERT INTO {s}.processes (id, host, pid, version, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (id) DO UPDATE SET seen_at = $6, version = $4",
+            s,
+        ),
+        &[&p.id, &p.host, &i64::from(p.pid), &p.version, &p.started_at_ms, &now_ms],
+    )
+    .map_err(pg_error)?;
+    // A process not seen for long is gone (killed): its row goes.
+    tx.execute(&q("DELETE FROM {s}.processes WHERE seen_at < $1", s), &[&live_since_ms]).map_err(pg_error)?;
+    let rows = tx
+        .query(
+            &q("SELECT DISTINCT v.subscribers FROM {s}.processes p JOIN {s}.versions v ON v.hash = p.version", s),
+            &[],
+        )
+        .map_err(pg_error)?;
+    let mut known = Vec::new();
+    for r in &rows {
+        known.extend(from_stored::<Vec<String>>(&col::<String>(r, "subscribers")?, "subscribers")?);
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(known)
+}
+
+pub(super) fn stopped(client: &mut Client, s: &str, id: &str) -> Result<(), StoreError> {
+    client.execute(&q("DELETE FROM {s}.processes WHERE id = $1", s), &[&id]).map_err(pg_error)?;
+    Ok(())
+}
+
+pub(super) fn orphans(
+    client: &mut Client,
+    s: &str,
+    subscribers: &[String],
+    limit: usize,
+) -> Result<Vec<OrphanRow>, StoreError> {
+    let rows = client
+        .query(
+            &q(
+                "SELECT id, subscriber, held_ms, held_since FROM {s}.deliveries \
+                 WHERE state = 'orphaned' AND subscriber = ANY($1) ORDER BY id LIMIT $2",
+                s,
+            ),
+            &[&subscribers, &(limit as i64)],
+        )
+        .map_err(pg_error)?;
+    rows.iter()
+        .map(|r| {
+            Ok(OrphanRow {
+                id: col(r, "id")?,
+                subscriber: col(r, "subscriber")?,
+                held_ms: col(r, "held_ms")?,
+                orphaned_at_ms: col(r, "held_since")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn adopt(client: &mut Client, s: &str, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+    let mut tx = client.transaction().map_err(pg_error)?;
+    let statement = tx
+        .prepare(&q(
+            "UPDATE {s}.deliveries SET state = $1, due_at = $2, held_ms = $3, held_since = NULL, \
+             held_connection = NULL \
+             WHERE id = $4 AND state = $5 AND held_ms = $6 AND held_since IS NOT DISTINCT FROM $7",
+            s,
+        ))
+        .map_err(pg_error)?;
+    let mut adopted = 0;
+    for o in rows {
+        let held = held_when_adopted(o.held_ms, o.orphaned_at_ms.unwrap_or(now_ms), now_ms);
+        adopted += tx
+            .execute(
+                &statement,
+                &[
+                    &DeliveryState::Pending.as_str(),
+                    &now_ms,
+                    &held,
+                    &o.id,
+                    &DeliveryState::Orphaned.as_str(),
+                    &o.held_ms,
+                    &o.orphaned_at_ms,
+                ],
+            )
+            .map_err(pg_error)?;
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(usize::try_from(adopted).unwrap_or(usize::MAX))
+}
+
+pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+    let mut tx = client.build_transaction().read_only(true).start().map_err(pg_error)?;
+    let mut out = Vec::new();
+    for r in &tx
+        .query(
+            &q("SELECT hash, created_at, accepted FROM {s}.versions ORDER BY started_at DESC, created_at DESC", s),
+            &[],
+        )
+        .map_err(pg_error)?
+    {
+        out.push(VersionView {
+            hash: col(r, "hash")?,
+            created_at_ms: col(r, "created_at")?,
+            accepted: from_stored(&col::<String>(r, "accepted")?, "accepted findings")?,
+            processes: Vec::new(),
+            in_flight: 0,
+        });
+    }
+    let processes = tx
+        .query(
+            &q(
+                "SELECT id, host, pid, started_at, seen_at, version FROM {s}.processes \
+                 WHERE seen_at >= $1 ORDER BY started_at, id",
+                s,
+            ),
+            &[&live_since_ms],
+        )
+        .map_err(pg_error)?;
+    for r in &processes {
+        let version: String = col(r, "version")?;
+        let process = ProcessView {
+            id: col(r, "id")?,
+            host: col(r, "host")?,
+            pid: u32::try_from(col::<i64>(r, "pid")?).unwrap_or(0),
+            started_at_ms: col(r, "started_at")?,
+            seen_at_ms: col(r, "seen_at")?,
+        };
+        if let Some(v) = out.iter_mut().find(|v: &&mut VersionView| v.hash == version) {
+            v.processes.push(process);
+        }
+    }
+    let counts = tx
+        .query(
+            &q(
+                "SELECT e.version, count(*) AS n FROM {s}.deliveries d JOIN {s}.events e ON e.id = d.event_id \
+                 WHERE d.state IN ('pending', 'running', 'held', 'parked', 'orphaned') AND e.version IS NOT NULL \
+                 GROUP BY e.version",
+                s,
+            ),
+            &[],
+        )
+        .map_err(pg_error)?;
+    for r in &counts {
+        let version: String = col(r, "version")?;
+        if let Some(v) = out.iter_mut().find(|v: &&mut VersionView| v.hash == version) {
+            v.in_flight = u64::try_from(col::<i64>(r, "n")?).unwrap_or(0);
+        }
+    }
+    tx.commit().map_err(pg_error)?;
+    Ok(out)
+}
