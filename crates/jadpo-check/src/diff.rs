@@ -204,7 +204,7 @@ impl<'a> Diff<'a> {
                     old_at,
                     None,
                     subject(),
-                    "its deliveries still pending are left with no program to run them: let them end first, or name it in the `was:` of the subscriber that takes its place",
+                    "its deliveries not ended wait, orphaned, for a process whose program has it: let them end first, name it in the `was:` of the subscriber that takes its place, or skip them (`jadpoc deliveries skip --subscriber NAME`)",
                 );
                 continue;
             };

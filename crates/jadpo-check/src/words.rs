@@ -1,8 +1,13 @@
 //! English words in messages, written once for every crate that prints a count.
 
-/// `noun(1, "file")` is `file`, `noun(2, "file")` is `files`.
+/// `noun(1, "file")` is `file`, `noun(2, "file")` is `files`, `noun(2,
+/// "delivery")` is `deliveries`.
 pub fn noun(n: u64, word: &str) -> String {
-    if n == 1 { word.to_string() } else { format!("{word}s") }
+    match word.strip_suffix('y') {
+        _ if n == 1 => word.to_string(),
+        Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{word}s"),
+    }
 }
 
 /// `plural(1, "file")` is `1 file`, `plural(2, "file")` is `2 files`.
@@ -41,5 +46,7 @@ mod tests {
         assert_eq!(plural(2, "attempt"), "2 attempts");
         assert_eq!(noun(1, "field"), "field");
         assert_eq!(noun(3, "field"), "fields");
+        assert_eq!(plural(2, "delivery"), "2 deliveries");
+        assert_eq!(plural(2, "key"), "2 keys");
     }
 }

@@ -4,6 +4,7 @@
 //! can compare a new program with what the store holds.
 
 use crate::store::StoreError;
+use jadpo_check::program::DeliveryState;
 use jadpo_check::program::Program;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -134,6 +135,38 @@ pub struct VersionView {
     /// Deliveries of its events not ended yet (pending, running, held, parked or
     /// orphaned).
     pub in_flight: u64,
+}
+
+/// The states of a delivery not ended, which a new program inherits.
+pub const IN_FLIGHT: [DeliveryState; 5] = [
+    DeliveryState::Pending,
+    DeliveryState::Running,
+    DeliveryState::Held,
+    DeliveryState::Parked,
+    DeliveryState::Orphaned,
+];
+
+/// Deliveries not ended of one subscriber, through one connection, in one state:
+/// what a store holds that a new program inherits (`jadpoc diff --db`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BacklogRow {
+    /// The subscriber.
+    pub subscriber: String,
+    /// The connection.
+    pub connection: String,
+    /// The state, one of [`IN_FLIGHT`].
+    pub state: DeliveryState,
+    /// How many.
+    pub count: u64,
+    /// When the oldest of them was created.
+    pub oldest_created_ms: i64,
+}
+
+/// The cut of a budget check at `now_ms`: a delivery whose window started (with
+/// its time held added) before it is past `within_ms`, as
+/// [`crate::rules::Record::window_end_ms`] says.
+pub fn window_cut_ms(now_ms: i64, within_ms: u64) -> i64 {
+    now_ms.saturating_sub(crate::rules::ms_i64(within_ms))
 }
 
 /// An orphaned delivery as the store read it, for a process whose program has its

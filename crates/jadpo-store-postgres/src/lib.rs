@@ -43,7 +43,7 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
-use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
+use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use postgres::Client;
 use postgres::error::SqlState;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -333,6 +333,14 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         self.with_client(|c, s| versions::versions(c, s, live_since_ms))
+    }
+
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
+        self.with_client(versions::backlog)
+    }
+
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
+        self.with_client(|c, s| versions::past_budget(c, s, subscriber, attempts, window_cut_ms))
     }
 
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {

@@ -2,11 +2,11 @@
 //! its files, each process's heartbeat, and the orphaned deliveries a process
 //! whose program has their subscriber takes back.
 
-use super::{StoreError, col, pg_error, q};
+use super::{StoreError, col, pg_error, q, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::held_when_adopted;
 use jadpo_core::version::{
-    OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
+    BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
 };
 use postgres::Client;
 
@@ -155,6 +155,51 @@ pub(super) fn adopt(client: &mut Client, s: &str, rows: &[OrphanRow], now_ms: i6
     }
     tx.commit().map_err(pg_error)?;
     Ok(usize::try_from(adopted).unwrap_or(usize::MAX))
+}
+
+pub(super) fn backlog(client: &mut Client, s: &str) -> Result<Vec<BacklogRow>, StoreError> {
+    let rows = client
+        .query(
+            &q(
+                "SELECT subscriber, connection, state, count(*) AS n, min(created_at) AS oldest FROM {s}.deliveries \
+                 WHERE state IN ('pending', 'running', 'held', 'parked', 'orphaned') \
+                 GROUP BY subscriber, connection, state ORDER BY subscriber, connection, state",
+                s,
+            ),
+            &[],
+        )
+        .map_err(pg_error)?;
+    rows.iter()
+        .map(|r| {
+            Ok(BacklogRow {
+                subscriber: col(r, "subscriber")?,
+                connection: col(r, "connection")?,
+                state: state_of(&col::<String>(r, "state")?)?,
+                count: u64::try_from(col::<i64>(r, "n")?).unwrap_or(0),
+                oldest_created_ms: col(r, "oldest")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn past_budget(
+    client: &mut Client,
+    s: &str,
+    subscriber: &str,
+    attempts: u32,
+    cut_ms: i64,
+) -> Result<u64, StoreError> {
+    let row = client
+        .query_one(
+            &q(
+                "SELECT count(*) AS n FROM {s}.deliveries WHERE subscriber = $1 AND state IN ('pending', 'held') \
+                 AND (attempts >= $2 OR budget_start + held_ms < $3)",
+                s,
+            ),
+            &[&subscriber, &i64::from(attempts), &cut_ms],
+        )
+        .map_err(pg_error)?;
+    Ok(u64::try_from(col::<i64>(&row, "n")?).unwrap_or(0))
 }
 
 pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {

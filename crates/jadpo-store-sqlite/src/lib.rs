@@ -39,7 +39,7 @@ use jadpo_core::store::{
     Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
     ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
 };
-use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
+use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use rusqlite::types::{ToSql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
@@ -616,6 +616,14 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         self.with_retry(|conn| versions::versions(conn, live_since_ms))
+    }
+
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
+        self.with_retry(versions::backlog)
+    }
+
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
+        self.with_retry(|conn| versions::past_budget(conn, subscriber, attempts, window_cut_ms))
     }
 
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {

@@ -2,12 +2,12 @@
 //! its files, each process's heartbeat, and the orphaned deliveries a process
 //! whose program has their subscriber takes back.
 
-use super::Error;
 use super::tx::Tx;
+use super::{Error, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::held_when_adopted;
 use jadpo_core::version::{
-    OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
+    BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
 };
 use rusqlite::{Connection, OptionalExtension, named_params, params};
 
@@ -144,6 +144,36 @@ pub(super) fn adopt(conn: &mut Connection, rows: &[OrphanRow], now_ms: i64) -> R
     }
     tx.commit()?;
     Ok(adopted)
+}
+
+pub(super) fn backlog(conn: &mut Connection) -> Result<Vec<BacklogRow>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT subscriber, connection, state, count(*), min(created_at) FROM jadpo_deliveries \
+         WHERE state IN ('pending', 'running', 'held', 'parked', 'orphaned') \
+         GROUP BY subscriber, connection, state ORDER BY subscriber, connection, state",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(BacklogRow {
+            subscriber: r.get(0)?,
+            connection: r.get(1)?,
+            state: state_of(&r.get::<_, String>(2)?)?,
+            count: u64::try_from(r.get::<_, i64>(3)?).unwrap_or(0),
+            oldest_created_ms: r.get(4)?,
+        });
+    }
+    Ok(out)
+}
+
+pub(super) fn past_budget(conn: &mut Connection, subscriber: &str, attempts: u32, cut_ms: i64) -> Result<u64, Error> {
+    let n: i64 = conn.query_row(
+        "SELECT count(*) FROM jadpo_deliveries WHERE subscriber = ?1 AND state IN ('pending', 'held') \
+         AND (attempts >= ?2 OR budget_start + held_ms < ?3)",
+        params![subscriber, attempts, cut_ms],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 pub(super) fn versions(conn: &mut Connection, live_since_ms: i64) -> Result<Vec<VersionView>, Error> {

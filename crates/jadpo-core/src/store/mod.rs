@@ -18,7 +18,7 @@ pub use raise::{EndedDelivery, NoRaise, Raise};
 
 use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
-use crate::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
+use crate::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use jadpo_check::program::DeliveryState;
 use std::time::Duration;
 
@@ -810,6 +810,16 @@ pub trait Store: Send + Sync {
     /// The versions kept, newest first, each with the processes seen since
     /// `live_since_ms` that run it and its deliveries in flight.
     fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError>;
+
+    /// Deliveries not ended, counted by subscriber, connection and state, with
+    /// the oldest's creation (read only).
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError>;
+
+    /// How many deliveries of `subscriber` waiting to run (pending or held) a
+    /// claim would give up under a budget of `attempts` and a window ending
+    /// before `window_cut_ms` ([`crate::version::window_cut_ms`]): those past
+    /// either (read only).
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError>;
 
     /// Store events and their deliveries, due at once, in one transaction; returns
     /// the events' ids in order.

@@ -5,8 +5,13 @@
 
 use crate::load::{LoadError, find_files, read_sources};
 use crate::render;
+use crate::store::{DbArg, Open, open_store};
+use jadpo_check::diff::Subject;
 use jadpo_check::diff::{DiffCategory, DiffCode, DiffSeverity, Finding, Place, Side, diff};
+use jadpo_check::program::DeliveryState;
 use jadpo_check::{Lower, SourceFile, check, plural};
+use jadpo_core::store::{Store, StoreError};
+use jadpo_core::version::{BacklogRow, window_cut_ms};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -26,6 +31,11 @@ pub struct DiffArgs {
     /// `text` for people (or `human`), `json` for programs, `sarif` for code scanning.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Read what a store holds for each finding (deliveries in flight by state,
+    /// the oldest's age, those past a tightened budget), read only; with one
+    /// path, OLD is the program the store ran last.
+    #[command(flatten)]
+    db: DbArg,
 }
 
 /// `diff`'s formats: those of every command, and SARIF.
@@ -38,7 +48,19 @@ enum Format {
 }
 
 pub fn run(args: DiffArgs) -> ExitCode {
-    let (old, new) = match sources(&args) {
+    // With `--db`, the store is opened read only; never migrated.
+    let store = match args.db.db.is_some().then(|| open_store(&args.db, Open::ReadOnly)).transpose() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let pair = match (&store, args.paths.len(), &args.against) {
+        (Some(store), 1, None) => stored_sources(&**store).and_then(|old| {
+            let new = read_sources(&find_files(&args.paths)?)?;
+            Ok((old, new))
+        }),
+        _ => sources(&args),
+    };
+    let (old, new) = match pair {
         Ok(pair) => pair,
         Err(e) => {
             eprintln!("jadpoc: {e}");
@@ -59,9 +81,17 @@ pub fn run(args: DiffArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let findings = diff(Side { files: &old, checked: &old_checked }, Side { files: &new, checked: &new_checked });
-    // One line a finding, or none: where `--db URL` puts what a store holds for
-    // each finding's subject (deliveries in flight, events stored) when it is given.
-    let extra: Option<Vec<Option<String>>> = None;
+    // One line a finding, or none: what the store holds for each finding's subject.
+    let extra = match &store {
+        Some(store) => match in_store(&**store, &findings, crate::store::clock_for(&**store).now_ms()) {
+            Ok(lines) => Some(lines),
+            Err(e) => {
+                eprintln!("jadpoc: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let extra = extra.as_deref();
     let out = match args.format {
         Format::Text => text(&old, &new, &findings, extra, render::use_color(&std::io::stdout())),
@@ -70,6 +100,147 @@ pub fn run(args: DiffArgs) -> ExitCode {
     };
     crate::print_stdout(&out);
     if findings.iter().any(|f| f.code.is_breaking()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// What `jadpoc run` does before it starts: when the store ran another version
+/// last, compare the program with it; refuse (exit 1) on a breaking finding
+/// that `accept` (codes) does not name, printing the findings with what the
+/// store holds for each. Returns the codes accepted, which the version keeps.
+pub fn check_before_run(
+    store: &dyn Store,
+    new: &crate::load::Loaded,
+    accept: &[String],
+    now_ms: i64,
+) -> Result<Vec<String>, ExitCode> {
+    let mut accepted_codes = Vec::new();
+    for code in accept {
+        match DiffCode::parse(code) {
+            Some(c) => accepted_codes.push(c),
+            None => {
+                eprintln!("jadpoc: `--accept {code}` names no finding of `jadpoc diff` (`jadpoc explain` lists them)");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    let fail = |e: StoreError| {
+        eprintln!("jadpoc: {e}");
+        ExitCode::from(2)
+    };
+    let Some(last) = store.latest_version().map_err(fail)? else { return Ok(Vec::new()) };
+    let version = new.version();
+    if last.hash == version.hash {
+        return Ok(Vec::new());
+    }
+    let old: Vec<SourceFile> = last.sources.into_iter().map(|s| SourceFile { name: s.path, text: s.text }).collect();
+    let old_checked = check(&old, Lower::Yes);
+    if old_checked.program.is_none() {
+        eprintln!(
+            "jadpoc: the program the store ran last (version {}) no longer checks; it is not compared",
+            jadpo_core::version::short(&last.hash)
+        );
+        return Ok(Vec::new());
+    }
+    let findings =
+        diff(Side { files: &old, checked: &old_checked }, Side { files: &new.sources, checked: &new.checked });
+    if findings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refused: Vec<&Finding> =
+        findings.iter().filter(|f| f.code.is_breaking() && !accepted_codes.contains(&f.code)).collect();
+    let lines = in_store(store, &findings, now_ms).map_err(fail)?;
+    eprint!("{}", text(&old, &new.sources, &findings, Some(&lines), render::use_color(&std::io::stderr())));
+    let last = jadpo_core::version::short(&last.hash).to_string();
+    if !refused.is_empty() {
+        let mut codes: Vec<&str> = refused.iter().map(|f| f.code.as_str()).collect();
+        codes.dedup();
+        eprintln!(
+            "jadpoc: refusing to start: {} against version {last}, which the store ran last; \
+             accept them with `--accept {}` once you have read them",
+            plural(refused.len() as u64, "breaking finding"),
+            codes.join(",")
+        );
+        return Err(ExitCode::from(1));
+    }
+    let mut kept: Vec<String> =
+        findings.iter().filter(|f| f.code.is_breaking()).map(|f| f.code.as_str().to_string()).collect();
+    kept.dedup();
+    eprintln!("jadpoc: starting over version {last}, which the store ran last ({})", summary(&findings));
+    Ok(kept)
+}
+
+/// The files of the program a store ran last (`jadpoc run` and `jadpoc emit`
+/// keep each version's).
+fn stored_sources(store: &dyn Store) -> Result<Vec<SourceFile>, LoadError> {
+    match store.latest_version() {
+        Ok(Some(v)) => Ok(v.sources.into_iter().map(|s| SourceFile { name: s.path, text: s.text }).collect()),
+        Ok(None) => Err(LoadError(
+            "the store keeps no program version yet (`jadpoc run` and `jadpoc emit` keep one): give OLD and NEW"
+                .to_string(),
+        )),
+        Err(e) => Err(LoadError(e.to_string())),
+    }
+}
+
+/// What `store` holds for each finding's subject, one line each (none when it
+/// holds nothing for it): deliveries not ended by state with the oldest's age,
+/// and for a tightened budget those a claim would give up.
+pub fn in_store(store: &dyn Store, findings: &[Finding], now_ms: i64) -> Result<Vec<Option<String>>, StoreError> {
+    let backlog = store.backlog()?;
+    let line = |rows: Vec<&BacklogRow>, whose: String| -> Option<String> {
+        let total: u64 = rows.iter().map(|r| r.count).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut by_state: Vec<(DeliveryState, u64)> = Vec::new();
+        for r in &rows {
+            match by_state.iter_mut().find(|(s, _)| *s == r.state) {
+                Some((_, n)) => *n += r.count,
+                None => by_state.push((r.state, r.count)),
+            }
+        }
+        let states: Vec<String> = by_state.iter().map(|(s, n)| format!("{n} {}", s.as_str())).collect();
+        let oldest = rows.iter().map(|r| r.oldest_created_ms).min().unwrap_or(now_ms);
+        let age = jadpo_check::format_duration(u64::try_from(now_ms.saturating_sub(oldest).max(0)).unwrap_or(0));
+        Some(format!(
+            "in the store: {} of {whose} not ended ({}); the oldest is {age} old",
+            plural(total, "delivery"),
+            states.join(", ")
+        ))
+    };
+    let of = |names: &[&str]| backlog.iter().filter(|r| names.contains(&r.subscriber.as_str())).collect::<Vec<_>>();
+    let quoted = |names: &[&str]| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    findings
+        .iter()
+        .map(|f| {
+            Ok(match &f.subject {
+                Subject::Subscriber { name } => line(of(&[name]), format!("`{name}`")),
+                Subject::Connection { name } => {
+                    line(backlog.iter().filter(|r| r.connection == *name).collect(), format!("connection `{name}`"))
+                }
+                Subject::Field { readers, .. }
+                | Subject::Action { subscribers: readers, .. }
+                | Subject::Event { subscribers: readers, .. } => {
+                    let names: Vec<&str> = readers.iter().map(String::as_str).collect();
+                    line(of(&names), quoted(&names))
+                }
+                Subject::Budget { subscriber, attempts, within_ms } => {
+                    let past = store.past_budget(subscriber, *attempts, window_cut_ms(now_ms, *within_ms))?;
+                    let budget = format!("attempts: {attempts}  within: {}", jadpo_check::format_duration(*within_ms));
+                    let waiting = line(of(&[subscriber]), format!("`{subscriber}`"));
+                    match (past, waiting) {
+                        (0, w) => w,
+                        (n, w) => Some(format!(
+                            "{}{} of `{subscriber}` waiting to run {} past `{budget}` and would give up at their \
+                             next claim",
+                            w.map(|w| format!("{w}; ")).unwrap_or_default(),
+                            plural(n, "delivery"),
+                            if n == 1 { "is" } else { "are" }
+                        )),
+                    }
+                }
+            })
+        })
+        .collect()
 }
 
 /// The old and the new program's files.

@@ -31,6 +31,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = config::DEFAULT_WORKERS as u16,
           value_parser = clap::value_parser!(u16).range(1..=config::MAX_WORKERS as i64))]
     workers: u16,
+    /// Start over a store that ran another program last although `jadpoc diff`
+    /// finds these breaking changes (codes, repeated or comma-separated); kept
+    /// with the program's version.
+    #[arg(long, value_name = "CODE", value_delimiter = ',')]
+    accept: Vec<String>,
     /// Put the fake driver in place of a connection's: `--fake ledger='unavailable*5,ok'`.
     #[arg(long = "fake", value_name = "CONNECTION=ANSWERS")]
     fakes: Vec<String>,
@@ -157,7 +162,6 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let version = loaded.version();
     let program = Arc::new(loaded.program.clone());
     // One random source for the run: the waits between attempts and the drivers' re-sends.
     let random = RandomSource::from_system();
@@ -213,6 +217,12 @@ pub fn run(args: RunArgs) -> ExitCode {
         retain_ms: args.retain,
         poll_ms: args.poll_ms.max(1),
         ..RuntimeConfig::default()
+    };
+    // A program other than the one the store ran last is compared with it first.
+    let mut version = loaded.version();
+    version.accepted = match crate::cmd::diff::check_before_run(&*store, &loaded, &args.accept, clock.now_ms()) {
+        Ok(accepted) => accepted,
+        Err(code) => return code,
     };
     let process = ProcessRow::this(&crate::load::host_name(), &version.hash, clock.now_ms());
     let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config)

@@ -14,7 +14,7 @@ use jadpo_core::store::{
     PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SkipResult, StatusView,
     Store, StoreError, UnexpandedEvent, Waker,
 };
-use jadpo_core::version::{OrphanRow, ProcessRow, ProgramVersion, VersionView};
+use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use rand::SeedableRng;
 use std::sync::Arc;
 
@@ -119,6 +119,12 @@ impl<H: ClaimHook> Store for Hooked<H> {
     }
     fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
         self.inner.versions(live_since_ms)
+    }
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
+        self.inner.backlog()
+    }
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
+        self.inner.past_budget(subscriber, attempts, window_cut_ms)
     }
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<jadpo_core::store::AttemptRate>, StoreError> {
         self.inner.attempt_rates(since_ms)
