@@ -182,8 +182,14 @@ impl Runtime {
         config: RuntimeConfig,
     ) -> Runtime {
         let breakers = ProcessBreakers::new(&program);
-        let subscribers = program.subscribers.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
-
+        // A subscriber runs the deliveries made under its earlier names (`was:`)
+        // as its own.
+        let subscribers = program
+            .subscribers
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.was.iter().chain([&s.name]).map(move |name| (name.clone(), i)))
+            .collect();
         let rates = program.connections.iter().filter_map(|c| Some((c.name.clone(), c.rate?))).collect();
         let schedules = program
             .schedules
@@ -227,6 +233,12 @@ impl Runtime {
         self
     }
 
+    /// The subscriber a delivery stored under `name` belongs to in this
+    /// program: the one of that name, or the one that names it in its `was:`.
+    fn subscriber(&self, name: &str) -> Option<&jadpo_check::program::Subscriber> {
+        self.subscribers.get(name).and_then(|&i| self.program.subscribers.get(i))
+    }
+
     /// The runtime's store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
@@ -252,16 +264,13 @@ impl Runtime {
     /// applied again here; a subscriber this program no longer has gets none: its
     /// deliveries are given up at their claim and never run.
     pub(crate) fn run_timeout_ms(&self, subscriber: &str) -> u64 {
-        self.subscribers.get(subscriber).map_or(0, |&i| self.program.subscribers[i].timeout_ms)
+        self.subscriber(subscriber).map_or(0, |s| s.timeout_ms)
     }
 
     /// The core's claim decision for a candidate at `now_ms`.
     fn decide_claim(&self, c: &ClaimCandidate, now_ms: i64, elsewhere: &HashSet<String>) -> ClaimDecision {
-        match self.subscribers.get(&c.subscriber) {
-            Some(&i) => {
-                let sub = &self.program.subscribers[i];
-                decide_at_claim(&c.record, &sub.budget, now_ms, c.handled, sub.timeout_ms)
-            }
+        match self.subscriber(&c.subscriber) {
+            Some(sub) => decide_at_claim(&c.record, &sub.budget, now_ms, c.handled, sub.timeout_ms),
             // A delivery of a subscriber this program lacks (a version mix, or one
             // removed): never run or failed here, whatever its budget.
             None => rules::leave_at_claim(&c.record, now_ms, c.handled, elsewhere.contains(&c.subscriber)),
@@ -406,10 +415,9 @@ impl Runtime {
     /// made (as the outcome to record).
     pub fn prepare_call(&self, c: &Claimed) -> Result<PreparedCall, Outcome> {
         let defect = |code: RuntimeCode| Outcome::fail(FailureKind::InternalFault, code);
-        let Some(&si) = self.subscribers.get(&c.subscriber) else {
+        let Some(sub) = self.subscriber(&c.subscriber) else {
             return Err(defect(RuntimeCode::RuntimeUnknownSubscriber));
         };
-        let sub = &self.program.subscribers[si];
         let Ok(payload) = serde_json::from_str::<Value>(&c.payload) else {
             return Err(defect(RuntimeCode::RuntimeBadPayload));
         };
@@ -454,8 +462,7 @@ impl Runtime {
     /// What to record for a claimed delivery whose call ended with `outcome` at
     /// `now_ms`: the core decides, drawing from the runtime's random source.
     pub fn conclude(&self, c: &Claimed, outcome: Outcome, now_ms: i64) -> Done {
-        let budget =
-            self.subscribers.get(&c.subscriber).map(|&i| self.program.subscribers[i].budget).unwrap_or_default();
+        let budget = self.subscriber(&c.subscriber).map(|s| s.budget).unwrap_or_default();
         let decision = self.random.with(|rng| decide_after_attempt(&c.record, &budget, &outcome, now_ms, rng));
         if self.breakers.concluded(&c.connection, c.id, &outcome, now_ms) {
             // A claim may have left deliveries for this connection's free slot.

@@ -49,7 +49,7 @@ impl ProgramVersion {
         ProgramVersion {
             hash: hash(program),
             sources,
-            subscribers: program.subscribers.iter().map(|s| s.name.clone()).collect(),
+            subscribers: program.subscribers.iter().flat_map(|s| s.was.iter().chain([&s.name]).cloned()).collect(),
             created_at_ms: 0,
             accepted: Vec::new(),
         }

@@ -36,6 +36,15 @@ action record(id: string, cents: int) { via: c  idempotent: true }
 subscriber rec { on: Paid  run: record(event.id, event.cents) }
 "#;
 
+/// `OLD` with `audit` renamed `ledger_audit`.
+const RENAMED_SUBSCRIBER: &str = r#"
+event Paid { id: string  cents: int }
+connection c { url: "http://127.0.0.1:9/x" }
+action record(id: string, cents: int) { via: c  idempotent: true }
+subscriber rec { on: Paid  run: record(event.id, event.cents) }
+subscriber ledger_audit { was: audit  on: Paid  run: record(event.id, event.cents) }
+"#;
+
 /// `OLD` with the field `cents` renamed `amount`, which `rec` reads.
 const RENAMED_FIELD: &str = r#"
 event Paid { id: string  amount: int }
@@ -190,6 +199,30 @@ pub fn a_delivery_another_running_program_has_is_left_for_it(f: &dyn Fixture) {
     assert_eq!(states(&of_subscriber(&**store, "audit")), [DeliveryState::Succeeded]);
 }
 
+/// A subscriber renamed with `was:` runs the deliveries made under its old
+/// name, and takes back those orphaned under it.
+pub fn a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries(f: &dyn Fixture) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let old = process(f, OLD, "old", &clock);
+    old.rt.start(T0).expect("start");
+    old.emit(2, T0);
+    old.rt.stopped().expect("stop");
+    // Orphaned by a program without `audit` at all.
+    let without = process(f, NEW, "without", &clock);
+    without.rt.start(T0).expect("start");
+    assert_eq!(without.deliver(T0).len(), 2, "`rec` runs");
+    without.rt.stopped().expect("stop");
+    assert_eq!(states(&of_subscriber(&**without.rt.store(), "audit")), [DeliveryState::Orphaned; 2]);
+
+    let renamed = process(f, RENAMED_SUBSCRIBER, "renamed", &clock);
+    renamed.rt.start(T0 + 1_000).expect("start");
+    assert!(renamed.version.subscribers.contains(&"audit".to_string()), "the version names the old name too");
+    renamed.deliver(T0 + 1_000);
+    let store = renamed.rt.store();
+    assert_eq!(states(&of_subscriber(&**store, "audit")), [DeliveryState::Succeeded; 2]);
+    assert_eq!(states(&of_subscriber(&**store, "rec")), [DeliveryState::Succeeded; 2]);
+}
+
 /// An event stored under a program whose `Paid` had `cents` reaches a
 /// subscriber of a program that reads `amount`: no call is made with a `null`
 /// for it; the delivery fails with its own code, naming the field and both
@@ -246,4 +279,5 @@ jadpo_test_support::on_every_store!(
     a_delivery_another_running_program_has_is_left_for_it,
     an_event_without_a_field_the_new_program_requires_is_never_sent,
     an_event_without_an_optional_field_is_sent_without_it,
+    a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries,
 );
