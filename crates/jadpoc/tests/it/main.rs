@@ -20,6 +20,7 @@ mod metrics_e2e;
 mod operator_cli;
 mod pg_cluster;
 mod plan_cli;
+mod rolling;
 mod runtime_e2e;
 mod scenarios;
 mod signing_e2e;
