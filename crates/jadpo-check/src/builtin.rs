@@ -17,6 +17,8 @@ pub const PREFIX: &str = "jadpo.";
 pub const DELIVERY_FAILED: &str = "jadpo.delivery_failed";
 /// A delivery was parked.
 pub const DELIVERY_PARKED: &str = "jadpo.delivery_parked";
+/// A delivery was orphaned: no running process's program has its subscriber.
+pub const DELIVERY_ORPHANED: &str = "jadpo.delivery_orphaned";
 /// A connection's outage was noticed (once per outage).
 pub const CONNECTION_UNAVAILABLE: &str = "jadpo.connection_unavailable";
 /// A connection's breaker closed again.
@@ -52,6 +54,17 @@ pub const BUILTIN_EVENTS: &[BuiltinEvent] = &[
         name: DELIVERY_PARKED,
         fields: DELIVERY_FIELDS,
         summary: "a delivery was parked: its outcome is unknown and its action is not idempotent",
+    },
+    BuiltinEvent {
+        name: DELIVERY_ORPHANED,
+        fields: &[
+            ("delivery", BaseType::String, false),
+            ("event", BaseType::String, false),
+            ("subscriber", BaseType::String, false),
+            ("attempts", BaseType::Int, false),
+        ],
+        summary: "a delivery was orphaned: no running process's program has its subscriber (a removed or renamed \
+                  subscriber, or a deploy that runs neither version)",
     },
     BuiltinEvent {
         name: CONNECTION_UNAVAILABLE,

@@ -10,9 +10,9 @@
 
 use crate::clock::rfc3339;
 use crate::payload::new_event_from_value;
-use crate::store::{BreakerAlert, EndedDelivery, NewEvent, Raise};
+use crate::store::{BreakerAlert, EndedDelivery, NewEvent, OrphanedDelivery, Raise};
 use jadpo_check::builtin::{
-    CONNECTION_RECOVERED, CONNECTION_UNAVAILABLE, DELIVERY_FAILED, DELIVERY_PARKED, is_builtin_event,
+    CONNECTION_RECOVERED, CONNECTION_UNAVAILABLE, DELIVERY_FAILED, DELIVERY_ORPHANED, DELIVERY_PARKED, is_builtin_event,
 };
 use jadpo_check::program::Program;
 use serde_json::{Value, json};
@@ -47,6 +47,21 @@ pub fn delivery_ended(program: &Program, ended: &EndedDelivery<'_>) -> Vec<NewEv
     raised(program, name, &payload)
 }
 
+/// `jadpo.delivery_orphaned` for a delivery a claim orphaned; nothing for a
+/// delivery of a built-in event (the loop guard).
+pub fn delivery_orphaned(program: &Program, orphaned: &OrphanedDelivery<'_>) -> Vec<NewEvent> {
+    if is_builtin_event(orphaned.event) {
+        return Vec::new();
+    }
+    let payload = json!({
+        "delivery": orphaned.id.to_string(),
+        "event": orphaned.event_id.to_string(),
+        "subscriber": orphaned.subscriber,
+        "attempts": orphaned.attempts,
+    });
+    raised(program, DELIVERY_ORPHANED, &payload)
+}
+
 /// `jadpo.connection_unavailable` for an outage's alert: the same `since` and
 /// `held` as its `delivery.alert` log line.
 pub fn connection_unavailable(program: &Program, alert: &BreakerAlert) -> Vec<NewEvent> {
@@ -74,6 +89,10 @@ pub struct Raiser<'a> {
 impl Raise for Raiser<'_> {
     fn delivery_ended(&self, ended: &EndedDelivery<'_>) -> Vec<NewEvent> {
         delivery_ended(self.program, ended)
+    }
+
+    fn delivery_orphaned(&self, orphaned: &OrphanedDelivery<'_>) -> Vec<NewEvent> {
+        delivery_orphaned(self.program, orphaned)
     }
 
     fn connection_unavailable(&self, alert: &BreakerAlert) -> Vec<NewEvent> {

@@ -19,7 +19,7 @@ use crate::rules::breaker::BreakerRow;
 use crate::rules::{self, ClaimDecision, Failure, Record};
 use crate::store::{
     ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, EndedAtClaim, EndedDelivery, HeldAtClaim, LeftAtClaim,
-    WaitingAtClaim, end_reason_at_claim,
+    OrphanedDelivery, WaitingAtClaim, end_reason_at_claim,
 };
 use jadpo_check::program::DeliveryState;
 // Looked up by connection for every row: FxHash, as the steps' maps.
@@ -303,13 +303,16 @@ pub struct Settled<'a> {
     pub lost: Vec<LostAttempt>,
     /// The deliveries given up, whose raised events the store writes with them.
     pub given_up: Vec<EndedDelivery<'a>>,
+    /// The deliveries orphaned, whose raised events the store writes with them.
+    pub orphaned: Vec<OrphanedDelivery<'a>>,
 }
 
 /// What the claim of `rows` by `plan` did, given `written`: the indices, in
 /// `plan.changes`, of the statements that matched (the others' rows had
 /// changed: another process took them).
 pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], now_ms: i64) -> Settled<'a> {
-    let mut settled = Settled { report: ClaimReport::default(), lost: Vec::new(), given_up: Vec::new() };
+    let mut settled =
+        Settled { report: ClaimReport::default(), lost: Vec::new(), given_up: Vec::new(), orphaned: Vec::new() };
     for change in written.iter().filter_map(|&w| plan.changes.get(w)) {
         let Some(row) = rows.get(change.row) else { continue };
         let c = &row.candidate;
@@ -325,6 +328,15 @@ pub fn settle<'a>(rows: &'a [ClaimRow], plan: &'a ClaimPlan, written: &[usize], 
                 *lease_expired
             }
             ClaimDecision::Leave { until_ms, lease_expired } => {
+                if until_ms.is_none() {
+                    settled.orphaned.push(OrphanedDelivery {
+                        id: c.id,
+                        event_id: row.event_id,
+                        event: &row.event,
+                        subscriber: &c.subscriber,
+                        attempts: c.record.attempts,
+                    });
+                }
                 let left = LeftAtClaim { id: c.id, subscriber: c.subscriber.clone(), until_ms: *until_ms };
                 settled.report.left.push(left);
                 *lease_expired

@@ -9,7 +9,7 @@
 //! head would step over all of them, a cost growing with every delivery handled.
 
 use super::breakers::{read_breaker, write_breaker};
-use super::builtin::given_up;
+use super::builtin::{given_up, insert_events};
 use super::outcomes::insert_lost_attempts;
 use super::unnest::Columns;
 use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, failure_of, pg_error, q, state_of};
@@ -314,6 +314,9 @@ pub(super) fn claim(
         for ended in &settled.given_up {
             // What giving it up raises, stored now that its statement matched.
             given_up(&mut tx, s, raise, ended, now_ms)?;
+        }
+        for orphaned in &settled.orphaned {
+            insert_events(&mut tx, s, &raise.delivery_orphaned(orphaned), now_ms)?;
         }
         let report = settled.report;
         tx.commit().map_err(pg_error)?;

@@ -3,7 +3,7 @@
 //! being as it was read.
 
 use super::breakers::{read_breaker, write_breaker};
-use super::builtin::given_up;
+use super::builtin::{given_up, insert_events};
 use super::outcomes::{AttemptRow, insert_attempts};
 use super::tx::Tx;
 use super::{Error, RowOf, by_name, count_in, failure_of, state_of};
@@ -389,6 +389,9 @@ pub(super) fn claim_in(
     insert_lost_attempts(tx, &settled.lost, now_ms)?;
     for ended in &settled.given_up {
         given_up(tx, raise, ended, now_ms)?;
+    }
+    for orphaned in &settled.orphaned {
+        insert_events(tx, &raise.delivery_orphaned(orphaned), now_ms)?;
     }
     Ok(settled.report)
 }

@@ -14,7 +14,7 @@
 pub mod columns;
 mod raise;
 
-pub use raise::{EndedDelivery, NoRaise, Raise};
+pub use raise::{EndedDelivery, NoRaise, OrphanedDelivery, Raise};
 
 use crate::rules::breaker::{BreakerRow, Pause};
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};

@@ -24,11 +24,29 @@ pub struct EndedDelivery<'a> {
     pub attempts: u32,
 }
 
+/// A delivery a claim orphaned (no running process's program has its
+/// subscriber), as the claim read it.
+#[derive(Debug, Clone, Copy)]
+pub struct OrphanedDelivery<'a> {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Its event's name.
+    pub event: &'a str,
+    /// Its subscriber.
+    pub subscriber: &'a str,
+    /// Attempts it used.
+    pub attempts: u32,
+}
+
 /// Builds the events a store change raises; every method answers the events to
 /// store with the change (none when no subscriber routes them).
 pub trait Raise: Sync {
     /// A delivery given up at a claim (`failed`).
     fn delivery_ended(&self, ended: &EndedDelivery<'_>) -> Vec<NewEvent>;
+    /// A delivery orphaned at a claim.
+    fn delivery_orphaned(&self, orphaned: &OrphanedDelivery<'_>) -> Vec<NewEvent>;
     /// An outage's alert, raised once by the tick's sweep.
     fn connection_unavailable(&self, alert: &BreakerAlert) -> Vec<NewEvent>;
     /// A breaker that was open or probing closed, `outage_ms` after it opened.
@@ -41,6 +59,10 @@ pub struct NoRaise;
 
 impl Raise for NoRaise {
     fn delivery_ended(&self, _ended: &EndedDelivery<'_>) -> Vec<NewEvent> {
+        Vec::new()
+    }
+
+    fn delivery_orphaned(&self, _orphaned: &OrphanedDelivery<'_>) -> Vec<NewEvent> {
         Vec::new()
     }
 

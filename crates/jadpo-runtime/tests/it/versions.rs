@@ -36,6 +36,16 @@ action record(id: string, cents: int) { via: c  idempotent: true }
 subscriber rec { on: Paid  run: record(event.id, event.cents) }
 "#;
 
+/// `NEW` with a subscriber of `jadpo.delivery_orphaned`.
+const NEW_WITH_PAGER: &str = r#"
+event Paid { id: string  cents: int }
+connection c { url: "http://127.0.0.1:9/x" }
+action record(id: string, cents: int) { via: c  idempotent: true }
+action page(who: string, delivery: string) { via: c  idempotent: true }
+subscriber rec { on: Paid  run: record(event.id, event.cents) }
+subscriber pager { on: jadpo.delivery_orphaned  run: page(event.subscriber, event.delivery) }
+"#;
+
 /// `OLD` with `audit` renamed `ledger_audit`.
 const RENAMED_SUBSCRIBER: &str = r#"
 event Paid { id: string  cents: int }
@@ -173,6 +183,30 @@ pub fn a_removed_subscribers_deliveries_are_orphaned_then_taken_back(f: &dyn Fix
     assert_eq!(states(&of_subscriber(&**store, "audit")), [DeliveryState::Succeeded; 2]);
 }
 
+/// Each delivery orphaned raises `jadpo.delivery_orphaned`, in the claim's
+/// transaction, routed to the program's subscribers of it.
+pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let old = process(f, OLD, "old", &clock);
+    old.rt.start(T0).expect("start");
+    old.emit(1, T0);
+    old.rt.stopped().expect("stop");
+    let new = process(f, NEW_WITH_PAGER, "new", &clock);
+    new.rt.start(T0).expect("start");
+    let claim = new.rt.claim_due(T0, 100).expect("claim");
+    assert_eq!(claim.report.left.len(), 1);
+    let store = new.rt.store();
+    let audit = of_subscriber(&**store, "audit");
+    let pages = store.deliveries(&DeliveryFilter { subscriber: Some("pager".into()), ..DeliveryFilter::default() });
+    let pages = pages.expect("list");
+    assert_eq!(pages.len(), 1, "one page for one delivery orphaned");
+    let (event, _) = store.event(pages[0].event_id).expect("read").expect("found");
+    assert_eq!(event.name, "jadpo.delivery_orphaned");
+    let payload: serde_json::Value = serde_json::from_str(&event.payload).expect("json");
+    assert_eq!(payload["subscriber"], "audit");
+    assert_eq!(payload["delivery"], audit[0].0.to_string());
+}
+
 /// In a rolling deploy a process whose program lacks a subscriber leaves its
 /// deliveries for the running process whose program has it: pending, due a
 /// moment later, never orphaned or failed.
@@ -280,4 +314,5 @@ jadpo_test_support::on_every_store!(
     an_event_without_a_field_the_new_program_requires_is_never_sent,
     an_event_without_an_optional_field_is_sent_without_it,
     a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries,
+    an_orphaned_delivery_raises_jadpo_delivery_orphaned,
 );
