@@ -35,6 +35,7 @@ use jadpo_check::program::{DeliveryState, Program};
 use jadpo_core::clock::Clock;
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::breaker::Pause;
+use jadpo_core::store::status_now;
 use jadpo_core::store::{
     AttemptRate, DeliveryFilter, EventFilter, EventView, RATE_MINUTE_MS, Replay, RetryResult, Store, StoreError,
     retry_subject,
@@ -438,7 +439,7 @@ impl Console {
     }
 
     async fn overview(&self, now: i64, live: bool, headers: &HeaderMap) -> Result<Answer, Failure> {
-        let (status, breakers) = self.with_store(move |s| Ok((s.status(now)?, s.breakers()?))).await?;
+        let (status, breakers) = self.with_store(move |s| Ok((status_now(s, now)?, s.breakers()?))).await?;
         let rates = self.rates(now).await?;
         let inner = pages::overview_live(&status, &rates, &breakers, now);
         if live {
@@ -815,7 +816,7 @@ impl Console {
 
     async fn api(&self, rest: &[&str], fields: &Fields, now: i64, headers: &HeaderMap) -> Result<Answer, Failure> {
         let value = match rest {
-            ["status"] => views::status_json(&self.with_store(move |s| s.status(now)).await?),
+            ["status"] => views::status_json(&self.with_store(move |s| status_now(s, now)).await?),
             ["rates"] => views::rates_json(&self.rates(now).await?),
             ["deliveries"] => {
                 let selection = Deliveries::read(fields, now)?;

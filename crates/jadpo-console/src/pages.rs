@@ -78,6 +78,7 @@ pub fn overview_live(status: &StatusView, rates: &[AttemptRate], breakers: &[Bre
         out.push_str(&table("Deliveries by subscriber and state", &head, &rows));
     }
     out.push_str("</section>");
+    out.push_str(&versions_section(status));
     out.push_str(&rates_chart(rates, now));
     // Breakers.
     out.push_str("<section aria-labelledby=\"breakers\"><h2 id=\"breakers\">Breakers</h2>");
@@ -180,6 +181,51 @@ fn rates_chart(rates: &[AttemptRate], now: i64) -> String {
 }
 
 /// The overview page around its live part.
+/// The program versions running now or with deliveries in flight, and the
+/// newest: the processes running each and what its events left.
+fn versions_section(status: &StatusView) -> String {
+    let rows: Vec<String> = status
+        .versions
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0)
+        .map(|(_, v)| {
+            let processes: Vec<String> = v
+                .processes
+                .iter()
+                .map(|p| format!("pid {} on {} since {}", p.pid, esc(&p.host), rfc3339(p.started_at_ms)))
+                .collect();
+            let accepted = if v.accepted.is_empty() { "none".to_string() } else { esc(&v.accepted.join(", ")) };
+            format!(
+                "<tr><th scope=\"row\"><code>{}</code></th><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(jadpo_core::version::short(&v.hash)),
+                rfc3339(v.created_at_ms),
+                v.in_flight,
+                if processes.is_empty() { "none".to_string() } else { processes.join("<br>") },
+                accepted
+            )
+        })
+        .collect();
+    let mut out = String::from("<section aria-labelledby=\"versions\"><h2 id=\"versions\">Program versions</h2>");
+    let orphaned: u64 = status.states.iter().filter(|(s, _)| *s == DeliveryState::Orphaned).map(|(_, n)| *n).sum();
+    if orphaned > 0 {
+        let _ = write!(
+            out,
+            "<p><strong>{} orphaned</strong>: no running process's program has their subscriber \
+             (<a href=\"/deliveries?state=orphaned\">list them</a>).</p>",
+            orphaned
+        );
+    }
+    if rows.is_empty() {
+        out.push_str("<p>No program has run on this store yet.</p>");
+    } else {
+        let head = ["Version", "First kept", "In flight", "Running", "Accepted when it started"];
+        out.push_str(&table("Program versions", &head, &rows));
+    }
+    out.push_str("</section>");
+    out
+}
+
 pub fn overview(live: &str) -> String {
     format!("<div id=\"live\" data-live=\"/overview/live\" data-poll-ms=\"{LIVE_POLL_MS}\">{live}</div>")
 }

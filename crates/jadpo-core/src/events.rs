@@ -33,7 +33,7 @@ pub const ALERT: &str = "delivery.alert";
 pub const PRUNED: &str = "retention.pruned";
 /// The name of the event of an event written in SQL found invalid.
 pub const EVENT_INVALID: &str = "event.invalid";
-/// [`orphaned`]'s event name.
+/// [`left_at_claim`]'s event name (a delivery orphaned).
 pub const ORPHANED: &str = "delivery.orphaned";
 /// [`adopted`]'s event name.
 pub const ADOPTED: &str = "delivery.adopted";

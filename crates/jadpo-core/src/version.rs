@@ -170,7 +170,7 @@ pub fn window_cut_ms(now_ms: i64, within_ms: u64) -> i64 {
 }
 
 /// An orphaned delivery as the store read it, for a process whose program has its
-/// subscriber to take back ([`crate::rules::adopt`]).
+/// subscriber to take back ([`crate::rules::held_when_adopted`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrphanRow {
     /// The delivery's id.

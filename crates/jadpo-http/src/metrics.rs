@@ -85,6 +85,12 @@ struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    /// A program version's short hash, as `jadpoc status` shows it.
+    version: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BreakerLabels {
     connection: String,
     state: &'static str,
@@ -112,6 +118,11 @@ pub struct Metrics {
     breaker_state: Family<BreakerLabels, Gauge>,
     rate_waits: Family<ConnectionLabels, Counter>,
     oldest_pending: Gauge,
+    version_processes: Family<VersionLabels, Gauge>,
+    version_in_flight: Family<VersionLabels, Gauge>,
+    /// The versions given series so far (each set again, to zero once it has
+    /// neither processes nor deliveries in flight).
+    versions_seen: Mutex<Vec<String>>,
     /// When the store's figures were last read (ms), if ever.
     refreshed_at: Mutex<Option<i64>>,
 }
@@ -184,6 +195,18 @@ impl Metrics {
             Unit::Seconds,
             oldest_pending.clone(),
         );
+        let version_processes = Family::<VersionLabels, Gauge>::default();
+        registry.register(
+            "program_version_processes",
+            "Processes running each program version now (versions running or with deliveries in flight)",
+            version_processes.clone(),
+        );
+        let version_in_flight = Family::<VersionLabels, Gauge>::default();
+        registry.register(
+            "program_version_in_flight",
+            "Deliveries not ended of each program version's events",
+            version_in_flight.clone(),
+        );
         let events: Vec<String> = program.events.iter().map(|e| e.name.clone()).collect();
         for e in &events {
             let _ = events_stored.get_or_create(&EventLabels { event: e.clone() });
@@ -211,6 +234,9 @@ impl Metrics {
             breaker_state,
             rate_waits,
             oldest_pending,
+            version_processes,
+            version_in_flight,
+            versions_seen: Mutex::new(Vec::new()),
             refreshed_at: Mutex::new(None),
         }
     }
@@ -264,6 +290,24 @@ impl Metrics {
             self.deliveries.get_or_create(&StateLabels { state: state.as_str() }).set(n);
         }
         self.oldest_pending.set(status.oldest_pending_s.unwrap_or(0));
+        let live_since = now_ms.saturating_sub(jadpo_core::rules::ms_i64(jadpo_core::version::PROCESS_LIVE_MS));
+        let versions = store.versions(live_since)?;
+        if let Ok(mut seen) = self.versions_seen.lock() {
+            for v in versions.iter().filter(|v| !v.processes.is_empty() || v.in_flight > 0) {
+                let short = jadpo_core::version::short(&v.hash).to_string();
+                if !seen.contains(&short) {
+                    seen.push(short);
+                }
+            }
+            for short in seen.iter() {
+                let v = versions.iter().find(|v| jadpo_core::version::short(&v.hash) == short);
+                let labels = VersionLabels { version: short.clone() };
+                let processes = v.map_or(0, |v| v.processes.len());
+                self.version_processes.get_or_create(&labels).set(i64::try_from(processes).unwrap_or(i64::MAX));
+                let in_flight = v.map_or(0, |v| v.in_flight);
+                self.version_in_flight.get_or_create(&labels).set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+            }
+        }
         let rows = store.breakers()?;
         for c in &self.connections {
             // A connection without a row is closed and has never failed.

@@ -23,6 +23,16 @@ pub enum Format {
     Json,
 }
 
+/// The formats of a command whose results are findings in files (`check`,
+/// `diff`): those of every command, and SARIF for code scanning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    #[value(alias = "human")]
+    Text,
+    Json,
+    Sarif,
+}
+
 /// `--format`, shared by every command that prints results.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct FormatArg {

@@ -144,6 +144,12 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
             })
         })
         .collect();
+    let artifacts = files.iter().map(|f| json!({"location": {"uri": f.name}})).collect();
+    sarif_log(rules, artifacts, results)
+}
+
+/// A SARIF 2.1.0 log of one run of jadpoc: its rules, the files and the results.
+pub fn sarif_log(rules: Vec<Value>, artifacts: Vec<Value>, results: Vec<Value>) -> Value {
     json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -154,7 +160,7 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
                 "rules": rules,
             }},
             "columnKind": "unicodeCodePoints",
-            "artifacts": files.iter().map(|f| json!({"location": {"uri": f.name}})).collect::<Vec<_>>(),
+            "artifacts": artifacts,
             "results": results,
         }],
     })

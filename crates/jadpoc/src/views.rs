@@ -270,6 +270,14 @@ pub fn event_text(e: &EventView, deliveries: &[DeliveryView]) -> String {
     out
 }
 
+/// Why a delivery of `subscriber` is orphaned, for people.
+pub(crate) fn orphaned_because(subscriber: &str) -> String {
+    format!(
+        "no running process's program has subscriber `{subscriber}` (a process whose program has it takes it back; \
+         `jadpoc deliveries skip --subscriber {subscriber}` ends it)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,12 +326,4 @@ mod tests {
         assert_eq!(json["last_failure"]["reason"], "connection refused");
         assert_eq!(json["history"][0]["reason"], "connection refused");
     }
-}
-
-/// Why a delivery of `subscriber` is orphaned, for people.
-pub(crate) fn orphaned_because(subscriber: &str) -> String {
-    format!(
-        "no running process's program has subscriber `{subscriber}` (a process whose program has it takes it back; \
-         `jadpoc deliveries skip --subscriber {subscriber}` ends it)"
-    )
 }

@@ -780,6 +780,16 @@ pub struct EventCounts {
     pub by_name: Vec<(String, u64)>,
 }
 
+/// What `jadpoc status`, the console and its API show at `now_ms`: the counts of
+/// [`Store::status`], with the events' ([`Store::event_counts`]) and the
+/// program versions with the processes running each ([`Store::versions`]).
+pub fn status_now(store: &dyn Store, now_ms: i64) -> Result<StatusView, StoreError> {
+    let mut status = store.status(now_ms)?;
+    status.events = store.event_counts()?;
+    status.versions = store.versions(now_ms.saturating_sub(crate::rules::ms_i64(crate::version::PROCESS_LIVE_MS)))?;
+    Ok(status)
+}
+
 /// The store's operations; each call is one transaction.
 pub trait Store: Send + Sync {
     /// Keep `version` (once per hash, with its files) and write it from now on
@@ -803,7 +813,7 @@ pub trait Store: Send + Sync {
     fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError>;
 
     /// Take back orphaned deliveries, each `pending` and due at `now_ms` with its
-    /// time held as [`crate::rules::adopt`] says, conditional on being as read;
+    /// time held as [`crate::rules::held_when_adopted`] says, conditional on being as read;
     /// returns how many were.
     fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError>;
 

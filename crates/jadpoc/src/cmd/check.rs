@@ -1,6 +1,7 @@
 //! `jadpoc check [PATHS...]`: every problem in a program, for people, editors and CI.
 
 use crate::args::ProgramPaths;
+use crate::args::ReportFormat;
 use crate::load::{find_files, read_sources};
 use crate::render;
 use jadpo_check::{Lower, check_parsed};
@@ -11,20 +12,11 @@ pub struct CheckArgs {
     #[command(flatten)]
     program: ProgramPaths,
     /// `text` for people (or `human`), `json` for editors, `sarif` for code scanning.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
     /// Treat warnings as errors for the exit status.
     #[arg(long)]
     deny_warnings: bool,
-}
-
-/// `check`'s formats: those of every command, and SARIF.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    #[value(alias = "human")]
-    Text,
-    Json,
-    Sarif,
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
@@ -44,9 +36,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
     // takes the memory back at the exit.
     std::mem::forget(trees);
     let out = match args.format {
-        Format::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
-        Format::Json => render::json(&sources, &checked).to_string() + "\n",
-        Format::Sarif => render::sarif(&sources, &checked).to_string() + "\n",
+        ReportFormat::Text => render::human(&sources, &checked, render::use_color(&std::io::stdout())),
+        ReportFormat::Json => render::json(&sources, &checked).to_string() + "\n",
+        ReportFormat::Sarif => render::sarif(&sources, &checked).to_string() + "\n",
     };
     crate::print_stdout(&out);
     if checked.errors() > 0 || (args.deny_warnings && checked.warnings() > 0) {

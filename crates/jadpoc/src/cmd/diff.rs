@@ -3,6 +3,7 @@
 //! stable codes, for people, programs and CI. `--against git:REF` reads the old
 //! program from a git revision of the new one's files.
 
+use crate::args::ReportFormat;
 use crate::load::{LoadError, find_files, read_sources};
 use crate::render;
 use crate::store::{DbArg, Open, open_store};
@@ -29,22 +30,13 @@ pub struct DiffArgs {
     #[arg(long, value_name = "git:REF")]
     against: Option<String>,
     /// `text` for people (or `human`), `json` for programs, `sarif` for code scanning.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
     /// Read what a store holds for each finding (deliveries in flight by state,
     /// the oldest's age, those past a tightened budget), read only; with one
     /// path, OLD is the program the store ran last.
     #[command(flatten)]
     db: DbArg,
-}
-
-/// `diff`'s formats: those of every command, and SARIF.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    #[value(alias = "human")]
-    Text,
-    Json,
-    Sarif,
 }
 
 pub fn run(args: DiffArgs) -> ExitCode {
@@ -94,9 +86,9 @@ pub fn run(args: DiffArgs) -> ExitCode {
     };
     let extra = extra.as_deref();
     let out = match args.format {
-        Format::Text => text(&old, &new, &findings, extra, render::use_color(&std::io::stdout())),
-        Format::Json => json_report(&findings, extra).to_string() + "\n",
-        Format::Sarif => sarif(&old, &new, &findings, extra).to_string() + "\n",
+        ReportFormat::Text => text(&old, &new, &findings, extra, render::use_color(&std::io::stdout())),
+        ReportFormat::Json => json_report(&findings, extra).to_string() + "\n",
+        ReportFormat::Sarif => sarif(&old, &new, &findings, extra).to_string() + "\n",
     };
     crate::print_stdout(&out);
     if findings.iter().any(|f| f.code.is_breaking()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
@@ -514,18 +506,5 @@ pub fn sarif(old: &[SourceFile], new: &[SourceFile], findings: &[Finding], extra
         })
         .collect();
     let artifacts: Vec<Value> = new.iter().chain(old).map(|f| json!({"location": {"uri": f.name}})).collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "jadpoc",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "columnKind": "unicodeCodePoints",
-            "artifacts": artifacts,
-            "results": results,
-        }],
-    })
+    render::sarif_log(rules, artifacts, results)
 }

@@ -4,7 +4,7 @@
 use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
-use jadpo_core::version::PROCESS_LIVE_MS;
+use jadpo_core::store::status_now;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -20,12 +20,7 @@ pub fn run(args: StatusArgs) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let now = crate::store::clock_for(&*store).now_ms();
-    let status = store.status(now).and_then(|mut s| {
-        s.events = store.event_counts()?;
-        s.versions = store.versions(now.saturating_sub(jadpo_core::rules::ms_i64(PROCESS_LIVE_MS)))?;
-        Ok(s)
-    });
+    let status = status_now(&*store, crate::store::clock_for(&*store).now_ms());
     match status {
         Ok(s) => {
             match args.format.format {

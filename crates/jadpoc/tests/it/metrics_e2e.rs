@@ -152,10 +152,17 @@ fn post_and_check(e: &Env) {
     assert_eq!(attempts("rec", "succeeded", ""), 2.0);
     assert_eq!(attempts("rec", "failed", "rejected"), 1.0);
     assert_eq!(attempts("ref", "succeeded", ""), 2.0);
-    for st in ["pending", "running", "held", "parked"] {
+    for st in ["pending", "running", "held", "parked", "orphaned"] {
         assert_eq!(value(&s, "jadpo_deliveries", &[("state", st)]), 0.0, "{st}");
     }
     assert_eq!(value(&s, "jadpo_oldest_pending_age_seconds", &[]), 0.0);
+    // The program's version (`jadpoc emit` and the run kept the same one) with
+    // the run's process, its deliveries all ended.
+    let status = e.json(&["status"]);
+    let hash = status["versions"][0]["hash"].as_str().unwrap_or_default();
+    let version = &hash[..12.min(hash.len())];
+    assert_eq!(value(&s, "jadpo_program_version_processes", &[("version", version)]), 1.0);
+    assert_eq!(value(&s, "jadpo_program_version_in_flight", &[("version", version)]), 0.0);
     for (conn, n) in [("c", 3.0), ("d", 2.0)] {
         assert_eq!(value(&s, "jadpo_attempt_duration_seconds", &[("connection", conn)]), n, "{conn}");
         assert_eq!(value(&s, "jadpo_attempt_duration_seconds_count", &[("connection", conn)]), n, "{conn}");
@@ -178,6 +185,8 @@ fn post_and_check(e: &Env) {
         "jadpo_breaker_state",
         "jadpo_oldest_pending_age_seconds",
         "jadpo_rate_waits",
+        "jadpo_program_version_processes",
+        "jadpo_program_version_in_flight",
     ] {
         assert!(s.docs.get(family).is_some_and(|d| !d.is_empty()), "no HELP for {family}");
     }
@@ -197,6 +206,8 @@ fn post_and_check(e: &Env) {
         "held",
         "parked",
         "skipped",
+        "orphaned",
+        version,
         "closed",
         "open",
         "probing",
