@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 
 from conftest import (
     DEFS,
@@ -389,3 +389,36 @@ async def test_shutdown_and_exit(client: LanguageClient, workspace):
     assert client._server.returncode == 0
     # Already shut down: the fixture has nothing left to do.
     client.capabilities = None
+
+
+async def test_findings_against_a_baseline_appear_as_diagnostics(client: LanguageClient, workspace, tmp_path):
+    """With `initializationOptions.diffBaseline`, `jadpoc diff`'s findings against
+    the baseline are diagnostics (breaking ones warnings), compared again on save."""
+    root, uris = workspace
+    # The baseline: the same program with a second subscriber, which the
+    # workspace's program no longer has, and a longer budget.
+    baseline = tmp_path / "baseline"
+    audit = SUBS.split("test ")[0].replace("record_webhook", "audit_webhook").replace("attempts: 20", "attempts: 30")
+    write(baseline, {"defs.jadpo": DEFS, "subs.jadpo": SUBS.replace("attempts: 20", "attempts: 30") + audit})
+    folders = [types.WorkspaceFolder(uri=root.as_uri(), name=root.name)]
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            workspace_folders=folders,
+            initialization_options={"diffBaseline": str(baseline)},
+        )
+    )
+    found = await diagnostics_until(client, uris["subs.jadpo"], lambda ds: "subscriber.removed" in codes(ds))
+    removed = next(d for d in found if d.code == "subscriber.removed")
+    assert removed.source == "jadpo diff"
+    assert removed.severity == types.DiagnosticSeverity.Warning
+    assert "audit_webhook" in removed.message and "in the baseline at subs.jadpo:" in removed.message
+    tightened = next(d for d in found if d.code == "subscriber.budget_tightened")
+    assert tightened.range.start == pos(SUBS, "record_webhook")
+
+    # Putting the subscriber back and saving: compared again, the removal is gone.
+    text = SUBS + audit.replace("attempts: 30", "attempts: 20")
+    (root / "subs.jadpo").write_text(text, encoding="utf-8")
+    open_doc(client, uris["subs.jadpo"], text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=ident(uris["subs.jadpo"])))
+    await diagnostics_until(client, uris["subs.jadpo"], lambda ds: "subscriber.removed" not in codes(ds))

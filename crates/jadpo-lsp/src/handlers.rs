@@ -255,7 +255,7 @@ fn position(a: &Analysis, file: usize, offset: u32, enc: Encoding) -> lsp::Posit
     lsp::Position { line: lc.line, character: lc.col }
 }
 
-fn range(a: &Analysis, file: usize, span: Span, enc: Encoding) -> lsp::Range {
+pub(crate) fn range(a: &Analysis, file: usize, span: Span, enc: Encoding) -> lsp::Range {
     lsp::Range { start: position(a, file, span.start, enc), end: position(a, file, span.end, enc) }
 }
 

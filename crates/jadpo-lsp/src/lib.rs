@@ -8,13 +8,14 @@
 //! else: `jadpoc` hands it stdin and stdout.
 
 pub mod analysis;
+mod baseline;
 mod handlers;
 pub mod line_index;
 mod server;
 
 pub use analysis::Analysis;
 pub use lsp_server::Connection;
-pub use server::{FindFiles, IDLE_AFTER_CHECK, Options, run};
+pub use server::{FindFiles, IDLE_AFTER_CHECK, Options, ReadBaseline, run};
 
 #[cfg(test)]
 mod tidy {

@@ -20,9 +20,24 @@ pub type FindFiles = Box<dyn Fn(&Path) -> Vec<PathBuf> + Send>;
 /// [`Options::after_check`].
 pub const IDLE_AFTER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Reads a baseline program for a workspace folder: `git:REF` (the folder's
+/// files at that revision) or a file or folder (relative to the workspace
+/// folder); the files, or why they could not be read.
+pub type ReadBaseline = Box<ReadBaselineFn>;
+
+/// What [`ReadBaseline`] boxes.
+pub type ReadBaselineFn = dyn Fn(&Path, &str) -> Result<Vec<jadpo_check::SourceFile>, String> + Send;
+
 /// What the command line gives the server.
 pub struct Options {
     pub find_files: FindFiles,
+    /// How a baseline named by the client's `diffBaseline` initialization option
+    /// (or [`Options::baseline`]) is read.
+    pub read_baseline: ReadBaseline,
+    /// The baseline every workspace folder's program is compared with
+    /// (`jadpoc diff`'s findings shown as diagnostics), unless the client's
+    /// `initializationOptions.diffBaseline` names another.
+    pub baseline: Option<String>,
     /// Called once no message has come for [`IDLE_AFTER_CHECK`] after a check: a
     /// check of a large program frees several times its text's size, and `jadpoc`
     /// gives that back to the system here rather than hold it while the editor is
@@ -66,6 +81,9 @@ pub(crate) struct Program {
     /// What was last published for each URI, so unchanged files are not sent again
     /// and fixed ones are cleared.
     pub published: HashMap<String, Vec<lsp::Diagnostic>>,
+    /// The baseline the program is compared with, once read (a folder's program
+    /// with a baseline configured).
+    pub baseline: Option<crate::baseline::Baseline>,
 }
 
 pub(crate) struct Server {
@@ -77,6 +95,9 @@ pub(crate) struct Server {
     pub programs: Vec<Program>,
     find_files: FindFiles,
     after_check: Box<dyn Fn() + Send>,
+    read_baseline: ReadBaseline,
+    /// The baseline spec in force (`git:REF` or a path), if any.
+    baseline: Option<String>,
     /// A program was checked since `after_check` was last called.
     checked: bool,
     shutting_down: bool,
@@ -156,6 +177,15 @@ pub fn run(connection: Connection, options: Options) -> Result<(), String> {
         programs: Vec::new(),
         find_files: options.find_files,
         after_check: options.after_check,
+        read_baseline: options.read_baseline,
+        baseline: params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("diffBaseline"))
+            .and_then(|b| b.as_str())
+            .map(str::to_string)
+            .filter(|b| !b.is_empty())
+            .or(options.baseline),
         checked: false,
         shutting_down: false,
         next_request: 0,
@@ -323,6 +353,10 @@ impl Server {
                 self.refresh_disk();
                 for p in &mut self.programs {
                     p.stale = true;
+                    // A saved file is compared with the baseline again.
+                    if let Some(b) = &mut p.baseline {
+                        b.due = true;
+                    }
                 }
             }
             n::DidChangeWorkspaceFolders::METHOD => {
@@ -507,6 +541,14 @@ impl Server {
                 fresh.entry(uri.clone()).or_default().push(converted);
             }
         }
+        if let (Some(spec), Some(root)) = (&self.baseline, self.programs[i].root.clone()) {
+            let read = &*self.read_baseline;
+            let baseline =
+                self.programs[i].baseline.get_or_insert_with(|| crate::baseline::Baseline::read(read, &root, spec));
+            for (uri, d) in baseline.findings(&analysis, &uris, self.enc) {
+                fresh.entry(uri).or_default().push(d);
+            }
+        }
         for u in &unreadable {
             let index = LineIndex::new(&u.offset_text);
             let end = index.line_col(&u.offset_text, u.offset_text.len() as u32, self.enc);
@@ -569,6 +611,7 @@ impl Program {
             stale: true,
             uris: Vec::new(),
             published: HashMap::new(),
+            baseline: None,
         }
     }
 }

@@ -32,6 +32,8 @@ fn the_idle_hook_runs_once_after_each_check_once_messages_stop() {
         after_check: Box::new(move || {
             let _ = called.send(Instant::now());
         }),
+        read_baseline: Box::new(|_, spec| Err(format!("no baseline `{spec}` here"))),
+        baseline: None,
     };
     let thread = std::thread::spawn(move || jadpo_lsp::run(server, options));
     let init = Request::new(RequestId::from(1), "initialize".into(), serde_json::json!({ "capabilities": {} }));

@@ -5,7 +5,7 @@
 //! `Runtime`'s steps under a virtual clock, on both stores.
 
 use crate::common::fixture::Fixture;
-use jadpo_check::program::{DeliveryState, Program};
+use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::clock::VirtualClock;
 use jadpo_core::config::RuntimeConfig;
@@ -15,7 +15,7 @@ use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{LEAVE_FOR_ANOTHER_MS, Outcome};
 use jadpo_core::steps::Runtime;
 use jadpo_core::store::{DeliveryFilter, Store};
-use jadpo_core::version::{self, PROCESS_LIVE_MS, ProcessRow, ProgramVersion, SourceText};
+use jadpo_core::version::{self, PROCESS_LIVE_MS, ProcessRow, ProgramVersion, SourceText, window_cut_ms};
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
@@ -207,6 +207,31 @@ pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
     assert_eq!(payload["delivery"], audit[0].0.to_string());
 }
 
+/// The deliveries a tightened budget would give up, counted as the claim would
+/// decide them: those with as many attempts as the new budget has, and those
+/// whose window (moved on by their time held) ends before the new one's cut.
+pub fn a_tightened_budget_counts_the_deliveries_past_it(f: &dyn Fixture) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let old = process(f, OLD, "old", &clock);
+    old.rt.start(T0).expect("start");
+    old.emit(2, T0);
+    // `rec`'s first delivery fails once and waits for its second attempt.
+    let claim = old.rt.claim_due(T0, 1).expect("claim");
+    let failed = Outcome::Failed(jadpo_core::rules::CallFailure::new(FailureKind::Unavailable, "fake.unavailable"));
+    let done = old.rt.conclude(&claim.report.run[0], failed, T0);
+    old.rt.record_outcomes(&[done]).expect("record");
+    let store = old.rt.store();
+    let cut = |within_ms: u64| window_cut_ms(T0 + 60_000, within_ms);
+    assert_eq!(store.past_budget("rec", 1, cut(3_600_000)).expect("count"), 1, "one attempt used");
+    assert_eq!(store.past_budget("rec", 2, cut(3_600_000)).expect("count"), 0);
+    assert_eq!(store.past_budget("rec", 20, cut(30_000)).expect("count"), 2, "a minute old, past 30s");
+    assert_eq!(store.past_budget("audit", 1, cut(3_600_000)).expect("count"), 0);
+    let backlog = store.backlog().expect("backlog");
+    let rec: u64 = backlog.iter().filter(|r| r.subscriber == "rec").map(|r| r.count).sum();
+    assert_eq!(rec, 2);
+    assert!(backlog.iter().all(|r| r.oldest_created_ms == T0 && r.connection == "c"));
+}
+
 /// In a rolling deploy a process whose program lacks a subscriber leaves its
 /// deliveries for the running process whose program has it: pending, due a
 /// moment later, never orphaned or failed.
@@ -315,4 +340,5 @@ jadpo_test_support::on_every_store!(
     an_event_without_an_optional_field_is_sent_without_it,
     a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries,
     an_orphaned_delivery_raises_jadpo_delivery_orphaned,
+    a_tightened_budget_counts_the_deliveries_past_it,
 );

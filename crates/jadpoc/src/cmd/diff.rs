@@ -243,7 +243,7 @@ fn sources(args: &DiffArgs) -> Result<(Vec<SourceFile>, Vec<SourceFile>), LoadEr
                 return Err(LoadError(format!("`--against` takes `git:REF`, such as `git:HEAD~1`, found `{against}`")));
             };
             let new = read_sources(&find_files(&args.paths)?)?;
-            let old = git_sources(rev, &args.paths)?;
+            let old = git_sources(Path::new("."), rev, &args.paths)?;
             Ok((old, new))
         }
         None => match args.paths.as_slice() {
@@ -260,9 +260,10 @@ fn sources(args: &DiffArgs) -> Result<(Vec<SourceFile>, Vec<SourceFile>), LoadEr
     }
 }
 
-/// Runs `git` in the current folder and returns its output, or why it failed.
-fn git(args: &[&str]) -> Result<Vec<u8>, LoadError> {
+/// Runs `git` in `dir` and returns its output, or why it failed.
+fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, LoadError> {
     let out = std::process::Command::new("git")
+        .current_dir(dir)
         .args(args)
         .output()
         .map_err(|e| LoadError(format!("cannot run `git`: {e}")))?;
@@ -273,16 +274,16 @@ fn git(args: &[&str]) -> Result<Vec<u8>, LoadError> {
     Ok(out.stdout)
 }
 
-/// The `*.jadpo` files under `paths` (the current folder when none is given) as
-/// they were at `rev`, named `REV:PATH`, sorted by path, searched as folders are
-/// on disk (hidden folders, `target` and `node_modules` skipped).
-fn git_sources(rev: &str, paths: &[PathBuf]) -> Result<Vec<SourceFile>, LoadError> {
+/// The `*.jadpo` files under `paths` (relative to `dir`; `dir` itself when none
+/// is given) as they were at `rev`, named `REV:PATH`, sorted by path, searched
+/// as folders are on disk (hidden folders, `target` and `node_modules` skipped).
+pub fn git_sources(dir: &Path, rev: &str, paths: &[PathBuf]) -> Result<Vec<SourceFile>, LoadError> {
     let default = [PathBuf::from(".")];
     let paths = if paths.is_empty() { &default[..] } else { paths };
     let mut names: Vec<String> = Vec::new();
     for path in paths {
         let spec = path.to_string_lossy().into_owned();
-        let listed = git(&["ls-tree", "-r", "-z", "--name-only", rev, "--", &spec])?;
+        let listed = git(dir, &["ls-tree", "-r", "-z", "--name-only", rev, "--", &spec])?;
         let before = names.len();
         for name in listed.split(|&b| b == 0).filter(|n| !n.is_empty()) {
             let name = String::from_utf8_lossy(name).into_owned();
@@ -305,7 +306,7 @@ fn git_sources(rev: &str, paths: &[PathBuf]) -> Result<Vec<SourceFile>, LoadErro
     names
         .into_iter()
         .map(|name| {
-            let bytes = git(&["show", &format!("{rev}:./{name}")])?;
+            let bytes = git(dir, &["show", &format!("{rev}:./{name}")])?;
             let what = format!("`{rev}:{name}`");
             let text = crate::load::read_text(bytes.as_slice(), Some(bytes.len() as u64), &what)?;
             Ok(SourceFile { name: format!("{rev}:{name}"), text })

@@ -181,3 +181,59 @@ fn explain_knows_the_diff_codes() {
     assert!(list.contains("Findings of `jadpoc diff`"), "{list}");
     assert!(list.contains("subscriber.order_by_changed"), "{list}");
 }
+
+/// `--db`: what a store holds for each finding, read only, with the store's last
+/// program as OLD when one path is given; on PostgreSQL and SQLite alike.
+fn diff_counts_what_the_store_holds(db: &str) {
+    let tightened = OLD.replace(
+        "    run: record_payment(event.payment_id, event.amount_cents)\n}",
+        "    run: record_payment(event.payment_id, event.amount_cents)\n    retry: { attempts: 1  within: 1h }\n}",
+    );
+    let dir = project(&[("old.jadpo", OLD), ("new.jadpo", &new_breaking()), ("tight.jadpo", &tightened)]);
+    for id in ["p1", "p2"] {
+        let payload = format!(r#"{{"payment_id": "{id}", "amount_cents": 5}}"#);
+        let out = jadpoc(dir.path(), &["emit", "old.jadpo", "PaymentReceived", &payload, "--db", db]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = jadpoc(dir.path(), &["diff", "new.jadpo", "--db", db]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("in the store: 2 deliveries of `audit` not ended (2 pending); the oldest is"), "{stdout}");
+    // JSON: the line is each finding's `extra`.
+    let out = jadpoc(dir.path(), &["diff", "old.jadpo", "tight.jadpo", "--db", db, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let tightened = report["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["code"] == "subscriber.budget_tightened"))
+        .cloned()
+        .expect("the budget's finding");
+    let extra = tightened["extra"].as_str().unwrap_or_default();
+    assert!(extra.contains("2 deliveries of `record_payment_hook` not ended (2 pending)"), "{extra}");
+    assert!(!extra.contains("past"), "none has used an attempt yet: {extra}");
+}
+
+#[test]
+fn diff_db_counts_what_a_sqlite_store_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    diff_counts_what_the_store_holds(dir.path().join("outbox.db").to_str().expect("utf-8"));
+}
+
+#[test]
+fn diff_db_counts_what_a_postgres_store_holds() {
+    let Some(db) = jadpo_test_support::PgDatabase::new("jadpoc_diff") else { return };
+    diff_counts_what_the_store_holds(&db.url);
+}
+
+#[test]
+fn diff_db_names_a_foreign_file_and_leaves_it_as_it_was() {
+    let dir = project(&[("old.jadpo", OLD), ("new.jadpo", &new_breaking()), ("notes.db", "not a store")]);
+    let out = jadpoc(dir.path(), &["diff", "new.jadpo", "--db", "notes.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("is not a jadpo store"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.db")).expect("read"), "not a store");
+    // A store with no version kept: OLD and NEW must be given.
+    let empty = project(&[("new.jadpo", &new_breaking())]);
+    let db = empty.path().join("outbox.db");
+    let out = jadpoc(empty.path(), &["status", "--db", db.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "no store yet: {}", text(&out.stdout));
+}
