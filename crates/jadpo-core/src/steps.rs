@@ -261,8 +261,8 @@ impl Runtime {
 
     /// A subscriber's run time limit, from which its leases are made. The checker
     /// filled in the default (`budget::DEFAULT_RUN_TIMEOUT_MS`), so it is not
-    /// applied again here; a subscriber this program no longer has gets none: its
-    /// deliveries are given up at their claim and never run.
+    /// applied again here; a subscriber this program lacks gets none: its
+    /// deliveries are left at their claim and never run here.
     pub(crate) fn run_timeout_ms(&self, subscriber: &str) -> u64 {
         self.subscriber(subscriber).map_or(0, |s| s.timeout_ms)
     }
@@ -596,7 +596,7 @@ impl Runtime {
     /// is running, and make sure every declared schedule has its row.
     pub fn start(&self, now_ms: i64) -> Result<(), StoreError> {
         if let Some(p) = &self.presence {
-            self.store.record_version(&p.version, now_ms)?;
+            self.store.record_version(&p.version, now_ms, true)?;
         }
         self.among_processes(now_ms)?;
         self.sync_schedules(now_ms)

@@ -299,8 +299,8 @@ fn q(sql: &str, s: &str) -> String {
 }
 
 impl Store for PgStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
-        self.with_client(|c, s| versions::record(c, s, version, now_ms))?;
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
+        self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
         *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.hash.clone());
         Ok(())
     }

@@ -239,7 +239,8 @@ CREATE TABLE {s}.versions (
     subscribers text NOT NULL,
     accepted text NOT NULL DEFAULT '[]',
     created_at bigint NOT NULL,
-    started_at bigint NOT NULL
+    -- When a run last started with it (none: only emitted with).
+    started_at bigint
 );
 CREATE TABLE {s}.processes (
     id text PRIMARY KEY,

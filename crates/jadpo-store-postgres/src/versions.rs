@@ -24,15 +24,30 @@ pub(super) fn set_writer(client: &mut Client, version: &str) -> Result<(), Store
     Ok(())
 }
 
-pub(super) fn record(client: &mut Client, s: &str, v: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
+pub(super) fn record(
+    client: &mut Client,
+    s: &str,
+    v: &ProgramVersion,
+    now_ms: i64,
+    run: bool,
+) -> Result<(), StoreError> {
     client
         .execute(
             &q(
                 "INSERT INTO {s}.versions (hash, sources, subscribers, accepted, created_at, started_at) \
-                 VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (hash) DO UPDATE SET started_at = $5",
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hash) DO UPDATE SET \
+                 started_at = COALESCE($6, {s}.versions.started_at), \
+                 accepted = CASE WHEN $6::bigint IS NULL THEN {s}.versions.accepted ELSE $4 END",
                 s,
             ),
-            &[&v.hash, &to_stored(&v.sources), &to_stored(&v.subscribers), &to_stored(&v.accepted), &now_ms],
+            &[
+                &v.hash,
+                &to_stored(&v.sources),
+                &to_stored(&v.subscribers),
+                &to_stored(&v.accepted),
+                &now_ms,
+                &run.then_some(now_ms),
+            ],
         )
         .map_err(pg_error)?;
     Ok(())
@@ -43,7 +58,7 @@ pub(super) fn latest(client: &mut Client, s: &str) -> Result<Option<ProgramVersi
         .query(
             &q(
                 "SELECT hash, sources, subscribers, accepted, created_at FROM {s}.versions \
-                 ORDER BY started_at DESC, created_at DESC LIMIT 1",
+                 ORDER BY started_at DESC NULLS LAST, created_at DESC LIMIT 1",
                 s,
             ),
             &[],
@@ -207,7 +222,11 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
     let mut out = Vec::new();
     for r in &tx
         .query(
-            &q("SELECT hash, created_at, accepted FROM {s}.versions ORDER BY started_at DESC, created_at DESC", s),
+            &q(
+                "SELECT hash, created_at, accepted FROM {s}.versions \
+                 ORDER BY started_at DESC NULLS LAST, created_at DESC",
+                s,
+            ),
             &[],
         )
         .map_err(pg_error)?

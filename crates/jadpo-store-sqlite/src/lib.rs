@@ -584,8 +584,8 @@ fn uri_path(path: &Path) -> String {
 }
 
 impl Store for SqliteStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
-        self.with_retry(|conn| versions::record(conn, version, now_ms))
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
+        self.with_retry(|conn| versions::record(conn, version, now_ms, run))
     }
 
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {

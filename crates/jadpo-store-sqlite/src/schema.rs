@@ -174,7 +174,8 @@ CREATE TABLE jadpo_versions (
     subscribers TEXT NOT NULL,
     accepted TEXT NOT NULL DEFAULT '[]',
     created_at INTEGER NOT NULL,
-    started_at INTEGER NOT NULL
+    -- When a run last started with it (none: only emitted with).
+    started_at INTEGER
 );
 CREATE TABLE jadpo_processes (
     id TEXT PRIMARY KEY,

@@ -16,15 +16,16 @@ use rusqlite::{Connection, OptionalExtension, named_params, params};
 pub(super) const WRITER_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS jadpo_writer (version TEXT); \
      INSERT INTO temp.jadpo_writer (version) SELECT NULL WHERE NOT EXISTS (SELECT 1 FROM temp.jadpo_writer);";
 
-pub(super) fn record(conn: &mut Connection, v: &ProgramVersion, now_ms: i64) -> Result<(), Error> {
+pub(super) fn record(conn: &mut Connection, v: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), Error> {
     let (sources, subscribers, accepted) = (to_stored(&v.sources), to_stored(&v.subscribers), to_stored(&v.accepted));
     let tx = Tx::immediate(conn)?;
     tx.execute(
         "INSERT INTO jadpo_versions (hash, sources, subscribers, accepted, created_at, started_at) \
-         VALUES (:hash, :sources, :subscribers, :accepted, :now, :now) \
-         ON CONFLICT (hash) DO UPDATE SET started_at = :now",
+         VALUES (:hash, :sources, :subscribers, :accepted, :now, :started) \
+         ON CONFLICT (hash) DO UPDATE SET started_at = COALESCE(:started, started_at), \
+         accepted = CASE WHEN :started IS NULL THEN accepted ELSE :accepted END",
         named_params! {":hash": v.hash, ":sources": sources, ":subscribers": subscribers,
-        ":accepted": accepted, ":now": now_ms},
+        ":accepted": accepted, ":now": now_ms, ":started": run.then_some(now_ms)},
     )?;
     tx.execute("UPDATE temp.jadpo_writer SET version = ?1", [&v.hash])?;
     tx.commit()
@@ -34,7 +35,7 @@ pub(super) fn latest(conn: &mut Connection) -> Result<Option<ProgramVersion>, Er
     let row = conn
         .query_row(
             "SELECT hash, sources, subscribers, accepted, created_at FROM jadpo_versions \
-             ORDER BY started_at DESC, rowid DESC LIMIT 1",
+             ORDER BY started_at IS NULL, started_at DESC, created_at DESC, rowid DESC LIMIT 1",
             [],
             |r| {
                 Ok((
@@ -181,7 +182,8 @@ pub(super) fn versions(conn: &mut Connection, live_since_ms: i64) -> Result<Vec<
     let mut out: Vec<VersionView> = Vec::new();
     {
         let mut stmt = tx.prepare_cached(
-            "SELECT hash, created_at, accepted FROM jadpo_versions ORDER BY started_at DESC, rowid DESC",
+            "SELECT hash, created_at, accepted FROM jadpo_versions \
+             ORDER BY started_at IS NULL, started_at DESC, created_at DESC, rowid DESC",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {

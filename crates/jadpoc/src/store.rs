@@ -136,7 +136,7 @@ pub fn open_store(db: &DbArg, how: Open) -> Result<Box<dyn Store>, ExitCode> {
 pub fn open_writer(db: &DbArg, version: &ProgramVersion) -> Result<Box<dyn Store>, ExitCode> {
     let store = open_store(db, Open::CreateIfMissing)?;
     let now = clock_for(&*store).now_ms();
-    store.record_version(version, now).map_err(|e| {
+    store.record_version(version, now, false).map_err(|e| {
         eprintln!("jadpoc: {e}");
         ExitCode::from(2)
     })?;

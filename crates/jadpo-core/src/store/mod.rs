@@ -795,10 +795,13 @@ pub trait Store: Send + Sync {
     /// Keep `version` (once per hash, with its files) and write it from now on
     /// beside every event this handle stores, its deliveries being of that
     /// version. `version.created_at_ms` is ignored: `now_ms` is used the first
-    /// time; `version.accepted` is kept when the version is new.
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError>;
+    /// time. With `run`, a run starts with it at `now_ms` (and
+    /// `version.accepted` is what it accepted): it becomes the version the next
+    /// run is compared with.
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError>;
 
-    /// The version kept most recently, if any.
+    /// The version the last run started with, else (no run has started) the
+    /// one kept last, if any.
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError>;
 
     /// Note `process` alive at `now_ms`, and read the subscribers (with their

@@ -207,6 +207,30 @@ pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
     assert_eq!(payload["delivery"], audit[0].0.to_string());
 }
 
+/// The version a run is compared with is the one the last run started with: a
+/// producer emitting with a new program before the runs are deployed does not
+/// move it; before any run, it is the version kept last.
+pub fn the_version_runs_are_compared_with_is_the_last_runs(f: &dyn Fixture) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let (old, new) = (process(f, OLD, "old", &clock), process(f, NEW, "new", &clock));
+    let store = old.rt.store();
+    store.record_version(&old.version, T0, false).expect("emit's");
+    assert_eq!(store.latest_version().expect("read").map(|v| v.hash), Some(old.version.hash.clone()));
+    store.record_version(&new.version, T0 + 1, false).expect("emit's");
+    assert_eq!(store.latest_version().expect("read").map(|v| v.hash), Some(new.version.hash.clone()), "no run yet");
+    old.rt.start(T0 + 2).expect("start");
+    store.record_version(&new.version, T0 + 3, false).expect("emit's");
+    let latest = store.latest_version().expect("read").expect("a version");
+    assert_eq!(latest.hash, old.version.hash, "an emit does not move it");
+    assert_eq!(latest.sources.len(), 1);
+    assert!(latest.sources[0].text.contains("subscriber audit"), "its files are kept");
+    let mut accepted = new.version.clone();
+    accepted.accepted = vec!["subscriber.removed".into()];
+    store.record_version(&accepted, T0 + 4, true).expect("a run's");
+    let latest = store.latest_version().expect("read").expect("a version");
+    assert_eq!((latest.hash, latest.accepted), (new.version.hash.clone(), vec!["subscriber.removed".to_string()]));
+}
+
 /// The deliveries a tightened budget would give up, counted as the claim would
 /// decide them: those with as many attempts as the new budget has, and those
 /// whose window (moved on by their time held) ends before the new one's cut.
@@ -341,4 +365,5 @@ jadpo_test_support::on_every_store!(
     a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries,
     an_orphaned_delivery_raises_jadpo_delivery_orphaned,
     a_tightened_budget_counts_the_deliveries_past_it,
+    the_version_runs_are_compared_with_is_the_last_runs,
 );

@@ -97,7 +97,9 @@ pub fn run(args: DiffArgs) -> ExitCode {
 /// What `jadpoc run` does before it starts: when the store ran another version
 /// last, compare the program with it; refuse (exit 1) on a breaking finding
 /// that `accept` (codes) does not name, printing the findings with what the
-/// store holds for each. Returns the codes accepted, which the version keeps.
+/// store holds for each (an accepted start prints them without: the counts
+/// read every delivery in flight). Returns the codes accepted, which the
+/// version keeps.
 pub fn check_before_run(
     store: &dyn Store,
     new: &crate::load::Loaded,
@@ -139,8 +141,11 @@ pub fn check_before_run(
     }
     let refused: Vec<&Finding> =
         findings.iter().filter(|f| f.code.is_breaking() && !accepted_codes.contains(&f.code)).collect();
-    let lines = in_store(store, &findings, now_ms).map_err(fail)?;
-    eprint!("{}", text(&old, &new.sources, &findings, Some(&lines), render::use_color(&std::io::stderr())));
+    // What the store holds is counted for a refusal, which the operator reads
+    // before accepting; an accepted start does not wait for the counts.
+    let lines = if refused.is_empty() { None } else { Some(in_store(store, &findings, now_ms).map_err(fail)?) };
+    let color = render::use_color(&std::io::stderr());
+    eprint!("{}", text(&old, &new.sources, &findings, lines.as_deref(), color));
     let last = jadpo_core::version::short(&last.hash).to_string();
     if !refused.is_empty() {
         let mut codes: Vec<&str> = refused.iter().map(|f| f.code.as_str()).collect();

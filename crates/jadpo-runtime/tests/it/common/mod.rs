@@ -99,8 +99,8 @@ pub struct Hooked<H> {
 }
 
 impl<H: ClaimHook> Store for Hooked<H> {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.record_version(version, now_ms)
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
+        self.inner.record_version(version, now_ms, run)
     }
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
         self.inner.latest_version()
