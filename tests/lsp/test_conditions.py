@@ -122,10 +122,10 @@ async def test_completion_of_fields_in_where_and_order_by_and_the_new_keys(clien
     # The new keys, where the checker takes them.
     text = "subscriber s {\n    on: PaymentReceived\n    \n}\n"
     labels = [i.label for i in await completion(client, uri, text, "    \n", 4)]
-    assert labels == ["run", "retry", "timeout", "where", "order_by"]
+    assert labels == ["run", "retry", "timeout", "where", "order_by", "was"]
     text = 'connection c {\n    url: "https://x.example"\n    \n}\n'
     items = await completion(client, uri, text, "    \n", 4)
-    assert [i.label for i in items] == ["timeout", "retry", "headers", "max_in_flight", "tls", "signing", "rate", "burst"]
+    assert [i.label for i in items] == ["timeout", "retry", "headers", "max_in_flight", "tls", "signing", "rate", "burst", "was"]
     assert items[6].text_edit.new_text == "rate: ${1:50/s}"
     assert "10000/s" in items[6].detail
 

@@ -232,7 +232,7 @@ async def test_completion(client: LanguageClient, workspace):
     text = "subscriber s {\n    on: \n}\n"
     assert await completion_labels(client, uri, text, "on: ", 4) == ["PaymentReceived"]
     text = "subscriber s {\n    on: PaymentReceived\n    \n}\n"
-    assert await completion_labels(client, uri, text, "    \n", 4) == ["run", "retry", "timeout", "where", "order_by"]
+    assert await completion_labels(client, uri, text, "    \n", 4) == ["run", "retry", "timeout", "where", "order_by", "was"]
     text = "subscriber s {\n    on: PaymentReceived\n    run: rec\n}\n"
     open_doc(client, uri, text)
     result = await client.text_document_completion_async(
