@@ -95,6 +95,11 @@ async function main() {
     assert.equal(await page.textContent('a.count[data-state="failed"]'), "3");
     assert.equal(await page.textContent('a.count[data-state="succeeded"]'), "3");
     assert.ok(await page.isVisible("svg.chart"));
+    // The program version the store keeps (the run's, stopped: no process runs it).
+    const status = json("status");
+    const version = status.versions[0].hash.slice(0, 12);
+    const versions = await page.textContent('section[aria-labelledby="versions"]');
+    assert.ok(versions.includes(version) && versions.includes("none"), versions);
     await page.screenshot({ path: path.join(shots, "overview.png"), fullPage: true });
 
     // Keyboard: the first Tab reaches the skip link, which moves to the content.
