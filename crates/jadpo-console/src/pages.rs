@@ -197,7 +197,8 @@ fn versions_section(status: &StatusView) -> String {
                 .collect();
             let accepted = if v.accepted.is_empty() { "none".to_string() } else { esc(&v.accepted.join(", ")) };
             format!(
-                "<tr><th scope=\"row\"><code>{}</code></th><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><th scope=\"row\">#{} <code>{}</code></th><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+                v.id,
                 esc(jadpo_core::version::short(&v.hash)),
                 rfc3339(v.created_at_ms),
                 v.in_flight,

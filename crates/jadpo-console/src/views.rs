@@ -78,6 +78,7 @@ pub fn status_json(s: &StatusView) -> Value {
         "invalid_events": s.events.invalid,
         "unexpanded_events": s.events.unexpanded,
         "versions": s.versions.iter().map(|v| json!({
+            "id": v.id,
             "hash": v.hash,
             "created_at": rfc3339(v.created_at_ms),
             "accepted": v.accepted,

@@ -41,9 +41,10 @@ pub struct ClaimRow {
     pub event: String,
     /// Its event's JSON payload.
     pub payload: String,
-    /// The hash of the program version that stored its event (none: stored
-    /// before versions were kept, or written in SQL and not yet expanded).
-    pub event_version: Option<String>,
+    /// The number, in the store, of the program version that stored its event
+    /// (none: stored before versions were kept, or written in SQL and not yet
+    /// expanded).
+    pub event_version: Option<i64>,
     /// Whether it has an ordering key (`order_by:`): it was read only once no
     /// earlier delivery of its key held it back.
     pub ordered: bool,
@@ -79,7 +80,7 @@ impl ClaimRow {
             event_id: self.event_id,
             event: self.event.clone(),
             payload: self.payload.clone(),
-            event_version: self.event_version.clone(),
+            event_version: self.event_version,
             subscriber: c.subscriber.clone(),
             connection: c.connection.clone(),
             attempt,

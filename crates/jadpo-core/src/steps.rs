@@ -119,6 +119,8 @@ pub struct Runtime {
 /// This process among the store's processes: the version it writes and runs.
 struct Presence {
     version: ProgramVersion,
+    /// Its number in the store, once kept.
+    id: Mutex<Option<i64>>,
     process: ProcessRow,
     /// When it last told the store it was alive.
     seen_ms: Mutex<Option<i64>>,
@@ -222,7 +224,7 @@ impl Runtime {
     /// subscribers.
     #[must_use]
     pub fn with_presence(mut self, version: ProgramVersion, process: ProcessRow) -> Runtime {
-        self.presence = Some(Presence { version, process, seen_ms: Mutex::new(None) });
+        self.presence = Some(Presence { version, id: Mutex::new(None), process, seen_ms: Mutex::new(None) });
         self
     }
 
@@ -451,10 +453,16 @@ impl Runtime {
     /// field, and the versions that stored the event and that run now.
     fn shape_reason(&self, c: &Claimed, mismatch: &ShapeMismatch) -> String {
         let how = if mismatch.missing { "is missing" } else { "is of another type" };
-        let stored = c.event_version.as_deref().map_or("an unrecorded version", version::short);
-        let running = self.presence.as_ref().map_or("this program", |p| p.version.short());
+        let stored = c.event_version.map_or("an unrecorded version".to_string(), |id| format!("version #{id}"));
+        let running = match &self.presence {
+            Some(p) => match *p.id.lock().unwrap_or_else(|e| e.into_inner()) {
+                Some(id) => format!("version #{id} ({})", p.version.short()),
+                None => format!("version {}", p.version.short()),
+            },
+            None => "this program".to_string(),
+        };
         format!(
-            "field `{}` of event {} {how}: stored by version {stored}; version {running} reads it as {}",
+            "field `{}` of event {} {how}: stored by {stored}; {running} reads it as {}",
             mismatch.field, c.event_id, mismatch.expected
         )
     }
@@ -596,7 +604,8 @@ impl Runtime {
     /// is running, and make sure every declared schedule has its row.
     pub fn start(&self, now_ms: i64) -> Result<(), StoreError> {
         if let Some(p) = &self.presence {
-            self.store.record_version(&p.version, now_ms, true)?;
+            let id = self.store.record_version(&p.version, now_ms, true)?;
+            *p.id.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
         }
         self.among_processes(now_ms)?;
         self.sync_schedules(now_ms)

@@ -124,6 +124,8 @@ pub struct ProcessView {
 /// the deliveries its events made that are still to end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VersionView {
+    /// Its number in the store (events carry it).
+    pub id: i64,
     /// Its hash.
     pub hash: String,
     /// When the store first kept it.

@@ -299,10 +299,10 @@ fn q(sql: &str, s: &str) -> String {
 }
 
 impl Store for PgStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
-        self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
-        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.hash.clone());
-        Ok(())
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
+        let id = self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
+        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
+        Ok(id)
     }
 
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {

@@ -234,7 +234,8 @@ $$;
 -- delivery whose subscriber no running process's program has is `orphaned`,
 -- found by its subscriber when a process that has it starts.
 CREATE TABLE {s}.versions (
-    hash text PRIMARY KEY,
+    id bigserial PRIMARY KEY,
+    hash text NOT NULL UNIQUE,
     sources text NOT NULL,
     subscribers text NOT NULL,
     accepted text NOT NULL DEFAULT '[]',
@@ -250,7 +251,7 @@ CREATE TABLE {s}.processes (
     started_at bigint NOT NULL,
     seen_at bigint NOT NULL
 );
-ALTER TABLE {s}.events ADD COLUMN version text;
+ALTER TABLE {s}.events ADD COLUMN version bigint;
 CREATE INDEX deliveries_orphaned ON {s}.deliveries (subscriber, id) WHERE state = 'orphaned';
 "#,
 ];

@@ -16,7 +16,7 @@ const WRITER_SETTING: &str = "jadpo.version";
 
 /// The value an event's insert (or expansion) writes in its `version` column:
 /// the connection's [`WRITER_SETTING`], none when unset.
-pub(super) const WRITER_VERSION: &str = "NULLIF(current_setting('jadpo.version', true), '')";
+pub(super) const WRITER_VERSION: &str = "NULLIF(current_setting('jadpo.version', true), '')::bigint";
 
 /// Name `version` as the one this connection stores its events with.
 pub(super) fn set_writer(client: &mut Client, version: &str) -> Result<(), StoreError> {
@@ -30,14 +30,14 @@ pub(super) fn record(
     v: &ProgramVersion,
     now_ms: i64,
     run: bool,
-) -> Result<(), StoreError> {
-    client
-        .execute(
+) -> Result<i64, StoreError> {
+    let row = client
+        .query_one(
             &q(
                 "INSERT INTO {s}.versions (hash, sources, subscribers, accepted, created_at, started_at) \
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hash) DO UPDATE SET \
                  started_at = COALESCE($6, {s}.versions.started_at), \
-                 accepted = CASE WHEN $6::bigint IS NULL THEN {s}.versions.accepted ELSE $4 END",
+                 accepted = CASE WHEN $6::bigint IS NULL THEN {s}.versions.accepted ELSE $4 END RETURNING id",
                 s,
             ),
             &[
@@ -50,7 +50,7 @@ pub(super) fn record(
             ],
         )
         .map_err(pg_error)?;
-    Ok(())
+    col(&row, "id")
 }
 
 pub(super) fn latest(client: &mut Client, s: &str) -> Result<Option<ProgramVersion>, StoreError> {
@@ -223,7 +223,7 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
     for r in &tx
         .query(
             &q(
-                "SELECT hash, created_at, accepted FROM {s}.versions \
+                "SELECT id, hash, created_at, accepted FROM {s}.versions \
                  ORDER BY started_at DESC NULLS LAST, created_at DESC",
                 s,
             ),
@@ -232,6 +232,7 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
         .map_err(pg_error)?
     {
         out.push(VersionView {
+            id: col(r, "id")?,
             hash: col(r, "hash")?,
             created_at_ms: col(r, "created_at")?,
             accepted: from_stored(&col::<String>(r, "accepted")?, "accepted findings")?,
@@ -274,8 +275,8 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
         )
         .map_err(pg_error)?;
     for r in &counts {
-        let version: String = col(r, "version")?;
-        if let Some(v) = out.iter_mut().find(|v: &&mut VersionView| v.hash == version) {
+        let version: i64 = col(r, "version")?;
+        if let Some(v) = out.iter_mut().find(|v: &&mut VersionView| v.id == version) {
             v.in_flight = u64::try_from(col::<i64>(r, "n")?).unwrap_or(0);
         }
     }

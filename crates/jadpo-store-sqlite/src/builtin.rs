@@ -7,6 +7,12 @@ use super::tx::Tx;
 use jadpo_core::store::{BreakerAlert, EndedDelivery, NewEvent, Raise};
 use rusqlite::params;
 
+/// The number of the version this connection stores its events with, if one is
+/// kept ([`super::versions::WRITER_TABLE`]).
+pub(super) fn writer_version(tx: &Tx<'_>) -> Result<Option<i64>, Error> {
+    Ok(tx.prepare_cached("SELECT version FROM temp.jadpo_writer")?.query_row([], |r| r.get(0))?)
+}
+
 /// Store events and their deliveries, due at `now_ms`; returns their ids in order.
 pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, Error> {
     // Most outcomes raise nothing: no statement is looked up for them.
@@ -14,17 +20,17 @@ pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Re
         return Ok(Vec::new());
     }
     let mut ids = Vec::with_capacity(events.len());
-    let mut ev = tx.prepare_cached(concat!(
-        "INSERT INTO jadpo_events (name, payload, emitted_at, version) VALUES (?1, ?2, ?3, ",
-        "(SELECT version FROM temp.jadpo_writer))"
-    ))?;
+    // Read once for the batch, not by a subquery in each event's insert.
+    let version = writer_version(tx)?;
+    let mut ev =
+        tx.prepare_cached("INSERT INTO jadpo_events (name, payload, emitted_at, version) VALUES (?1, ?2, ?3, ?4)")?;
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
          attempts, due_at, budget_start, held_ms, created_at, order_key) \
          VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?4, 0, ?4, ?5)",
     )?;
     for e in events {
-        ev.execute(params![e.name, e.payload, now_ms])?;
+        ev.execute(params![e.name, e.payload, now_ms, version])?;
         let id = tx.last_insert_rowid();
         for d in &e.deliveries {
             del.execute(params![id, d.subscriber, d.connection, now_ms, d.order_key])?;

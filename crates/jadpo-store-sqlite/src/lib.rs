@@ -584,7 +584,7 @@ fn uri_path(path: &Path) -> String {
 }
 
 impl Store for SqliteStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
         self.with_retry(|conn| versions::record(conn, version, now_ms, run))
     }
 

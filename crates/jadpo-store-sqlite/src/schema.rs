@@ -169,7 +169,8 @@ CREATE INDEX jadpo_deliveries_held ON jadpo_deliveries (held_connection, held_si
     // `orphaned`, found by its subscriber when a process that has it starts.
     r#"
 CREATE TABLE jadpo_versions (
-    hash TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,
     sources TEXT NOT NULL,
     subscribers TEXT NOT NULL,
     accepted TEXT NOT NULL DEFAULT '[]',
@@ -185,7 +186,7 @@ CREATE TABLE jadpo_processes (
     started_at INTEGER NOT NULL,
     seen_at INTEGER NOT NULL
 );
-ALTER TABLE jadpo_events ADD COLUMN version TEXT;
+ALTER TABLE jadpo_events ADD COLUMN version INTEGER;
 CREATE INDEX jadpo_deliveries_orphaned ON jadpo_deliveries (subscriber, id) WHERE state = 'orphaned';
 "#,
 ];

@@ -13,22 +13,24 @@ use rusqlite::{Connection, OptionalExtension, named_params, params};
 
 /// The one-row table, private to this connection, naming the version its
 /// events are stored with (read by every event's insert).
-pub(super) const WRITER_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS jadpo_writer (version TEXT); \
+pub(super) const WRITER_TABLE: &str = "CREATE TEMP TABLE IF NOT EXISTS jadpo_writer (version INTEGER); \
      INSERT INTO temp.jadpo_writer (version) SELECT NULL WHERE NOT EXISTS (SELECT 1 FROM temp.jadpo_writer);";
 
-pub(super) fn record(conn: &mut Connection, v: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), Error> {
+pub(super) fn record(conn: &mut Connection, v: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, Error> {
     let (sources, subscribers, accepted) = (to_stored(&v.sources), to_stored(&v.subscribers), to_stored(&v.accepted));
     let tx = Tx::immediate(conn)?;
-    tx.execute(
+    let id: i64 = tx.query_row(
         "INSERT INTO jadpo_versions (hash, sources, subscribers, accepted, created_at, started_at) \
          VALUES (:hash, :sources, :subscribers, :accepted, :now, :started) \
          ON CONFLICT (hash) DO UPDATE SET started_at = COALESCE(:started, started_at), \
-         accepted = CASE WHEN :started IS NULL THEN accepted ELSE :accepted END",
+         accepted = CASE WHEN :started IS NULL THEN accepted ELSE :accepted END RETURNING id",
         named_params! {":hash": v.hash, ":sources": sources, ":subscribers": subscribers,
         ":accepted": accepted, ":now": now_ms, ":started": run.then_some(now_ms)},
+        |r| r.get(0),
     )?;
-    tx.execute("UPDATE temp.jadpo_writer SET version = ?1", [&v.hash])?;
-    tx.commit()
+    tx.execute("UPDATE temp.jadpo_writer SET version = ?1", [id])?;
+    tx.commit()?;
+    Ok(id)
 }
 
 pub(super) fn latest(conn: &mut Connection) -> Result<Option<ProgramVersion>, Error> {
@@ -182,15 +184,16 @@ pub(super) fn versions(conn: &mut Connection, live_since_ms: i64) -> Result<Vec<
     let mut out: Vec<VersionView> = Vec::new();
     {
         let mut stmt = tx.prepare_cached(
-            "SELECT hash, created_at, accepted FROM jadpo_versions \
+            "SELECT id, hash, created_at, accepted FROM jadpo_versions \
              ORDER BY started_at IS NULL, started_at DESC, created_at DESC, rowid DESC",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             out.push(VersionView {
-                hash: r.get(0)?,
-                created_at_ms: r.get(1)?,
-                accepted: from_stored(&r.get::<_, String>(2)?, "accepted findings")?,
+                id: r.get(0)?,
+                hash: r.get(1)?,
+                created_at_ms: r.get(2)?,
+                accepted: from_stored(&r.get::<_, String>(3)?, "accepted findings")?,
                 processes: Vec::new(),
                 in_flight: 0,
             });
@@ -226,8 +229,8 @@ pub(super) fn versions(conn: &mut Connection, live_since_ms: i64) -> Result<Vec<
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
-            let version: String = r.get(0)?;
-            if let Some(v) = out.iter_mut().find(|v| v.hash == version) {
+            let version: i64 = r.get(0)?;
+            if let Some(v) = out.iter_mut().find(|v| v.id == version) {
                 v.in_flight = u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0);
             }
         }

@@ -135,7 +135,8 @@ pub fn status_text(s: &StatusView) -> String {
     let shown = s.versions.iter().enumerate().filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0);
     for (i, v) in shown {
         out.push_str(&format!(
-            "version {}{}: since {}, {} in flight\n",
+            "version #{} {}{}: since {}, {} in flight\n",
+            v.id,
             jadpo_core::version::short(&v.hash),
             if i == 0 { " (newest)" } else { "" },
             rfc3339(v.created_at_ms),

@@ -265,8 +265,9 @@ pub struct Claimed {
     pub event: String,
     /// Its event's JSON payload.
     pub payload: String,
-    /// The hash of the program version that stored its event, if known.
-    pub event_version: Option<String>,
+    /// The number, in the store, of the program version that stored its event,
+    /// if known.
+    pub event_version: Option<i64>,
     /// Its subscriber.
     pub subscriber: String,
     /// Its connection.
@@ -798,7 +799,8 @@ pub trait Store: Send + Sync {
     /// time. With `run`, a run starts with it at `now_ms` (and
     /// `version.accepted` is what it accepted): it becomes the version the next
     /// run is compared with.
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError>;
+    /// Returns the version's number in this store.
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError>;
 
     /// The version the last run started with, else (no run has started) the
     /// one kept last, if any.

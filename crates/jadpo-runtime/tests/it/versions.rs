@@ -327,8 +327,11 @@ pub fn an_event_without_a_field_the_new_program_requires_is_never_sent(f: &dyn F
     assert_eq!(failure.code, "runtime.event_shape");
     let reason = failure.reason.clone().unwrap_or_default();
     assert!(reason.contains("`amount`"), "{reason}");
-    assert!(reason.contains(version::short(&old.version.hash)), "{reason}");
-    assert!(reason.contains(version::short(&new.version.hash)), "{reason}");
+    let versions = new.rt.store().versions(T0).expect("versions");
+    let id = |v: &ProgramVersion| versions.iter().find(|x| x.hash == v.hash).map(|x| x.id).expect("kept");
+    let (old_id, new_id) = (id(&old.version), id(&new.version));
+    assert!(reason.contains(&format!("stored by version #{old_id};")), "{reason}");
+    assert!(reason.contains(&format!("version #{new_id} ({})", version::short(&new.version.hash))), "{reason}");
     let done = new.rt.conclude(&claim.report.run[0], Outcome::Failed(failure), T0);
     new.rt.record_outcomes(&[done]).expect("record");
     let store = new.rt.store();

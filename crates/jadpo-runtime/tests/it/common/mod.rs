@@ -99,7 +99,7 @@ pub struct Hooked<H> {
 }
 
 impl<H: ClaimHook> Store for Hooked<H> {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<(), StoreError> {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
         self.inner.record_version(version, now_ms, run)
     }
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
