@@ -1,9 +1,11 @@
-//! A rolling deploy, end to end: `jadpoc run` processes of an old and a new
-//! program on one store, events emitted under both, processes killed with
-//! SIGKILL on the way and started again. Every delivery that one of the two
-//! programs has succeeds, none fails for the mix, and the provider never gets a
-//! `null` for a field a program declares required. On SQLite and PostgreSQL.
-
+//! Changing a running program, end to end. A rolling deploy: `jadpoc run`
+//! processes of an old and a new program on one store, events emitted under
+//! both, processes killed with SIGKILL on the way and started again; every
+//! delivery that one of the two programs has succeeds, none fails for the mix,
+//! and the provider never gets a `null` for a field a program declares required
+//! (on SQLite and PostgreSQL). A field renamed under stored events, and a budget
+//! tightened under deliveries in flight, as a user meets them. The walkthrough of
+//! docs/evolution.md, run as written.
 use crate::common::{self, Env, PgDb};
 use crate::http_server::{Provider, Reply};
 use serde_json::Value;
@@ -291,4 +293,84 @@ fn the_changing_a_program_walkthrough_runs_as_written() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// `jadpoc run ARGS...` until its log shows `done`, then stopped; its log.
+fn run_until(e: &Env, args: &[&str], done: impl Fn(&str) -> bool) -> String {
+    let log = e.dir.join("until.log");
+    let file = std::fs::File::create(&log).expect("log file");
+    let child = e.cmd(args).stdout(Stdio::null()).stderr(Stdio::from(file)).spawn().expect("start jadpoc run");
+    let run = common::Running { child, log };
+    run.wait_for_log("the awaited line", done);
+    common::stop(run)
+}
+
+/// A field renamed under stored events (`cents` to `amount`, which the new
+/// subscriber reads): `jadpoc run` of the new program sends nothing to the
+/// provider for the old events, and each delivery fails `runtime.event_shape`
+/// naming the field; the provider never gets a `null`.
+#[test]
+fn an_event_stored_without_a_field_the_new_program_reads_is_never_sent() {
+    let provider = Provider::start(|_, _| Reply::status(200));
+    let e = Env::new("outbox.db", |dir| dir.join("old.jadpo"));
+    let old = format!(
+        "event Paid {{ id: string  cents: int }}\nconnection c {{ url: \"{}\" }}\n\
+         action record(id: string, cents: int) {{ via: c  idempotent: true }}\n\
+         subscriber rec {{ on: Paid  run: record(event.id, event.cents) }}\n",
+        provider.url()
+    );
+    let new = old.replace("cents: int }", "amount: int }").replace("event.cents", "event.amount");
+    std::fs::write(e.dir.join("old.jadpo"), &old).expect("write");
+    std::fs::write(e.dir.join("new.jadpo"), &new).expect("write");
+    let out = e.jadpoc(&["emit", "old.jadpo", "Paid", r#"{"id": "a", "cents": 5}"#, "--db", e.db()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The diff calls the rename what it is, and the run refuses it until accepted.
+    let out = e.jadpoc(&["run", "new.jadpo", "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let refused = String::from_utf8_lossy(&out.stderr);
+    assert!(refused.contains("event.field_removed") || refused.contains("event.field_added_required"), "{refused}");
+    let codes = ["event.field_added_required", "event.field_removed"].join(",");
+    let log = run_until(&e, &["run", "new.jadpo", "--db", e.db(), "--accept", &codes], |l| l.contains("-> failed"));
+    assert!(log.contains("runtime.event_shape"), "{log}");
+    assert_eq!(provider.count(), 0, "nothing was sent for the old event");
+    let d = &e.deliveries()[0];
+    assert_eq!(common::state(d), "failed");
+    let shown = e.show(d["id"].as_i64().unwrap_or_default());
+    let reason = shown["last_failure"]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("field `amount` of event 1 is missing: stored by version #1;"), "{shown}");
+}
+
+/// A budget lowered under deliveries that have used attempts: `jadpoc diff
+/// --db` counts those past it, and `jadpoc run` refuses to start until the
+/// finding is accepted, printing that count.
+#[test]
+fn a_tightened_budget_is_counted_and_refused_before_the_run() {
+    let e = Env::new("outbox.db", |dir| dir.join("old.jadpo"));
+    let old = "event Paid { id: string }\nconnection c { url: \"http://127.0.0.1:9/x\" }\n\
+               action record(id: string) { via: c  idempotent: true }\n\
+               subscriber rec { on: Paid  run: record(event.id)  retry: { attempts: 20  within: 3d } }\n";
+    let new = old.replace("attempts: 20  within: 3d", "attempts: 1  within: 1h");
+    std::fs::write(e.dir.join("old.jadpo"), old).expect("write");
+    std::fs::write(e.dir.join("new.jadpo"), new).expect("write");
+    for id in ["a", "b"] {
+        let out = e.jadpoc(&["emit", "old.jadpo", "Paid", &format!(r#"{{"id": "{id}"}}"#), "--db", e.db()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Each delivery's first attempt fails; both wait for their second.
+    let run = ["run", "old.jadpo", "--db", e.db(), "--fake", "c=unavailable"];
+    run_until(&e, &run, |l| l.matches("-> pending").count() >= 2);
+    let out = e.jadpoc(&["diff", "new.jadpo", "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        shown.contains("2 deliveries of `rec` waiting to run are past `attempts: 1 within: 1h` and would give up at their next claim"),
+        "{shown}"
+    );
+    let out = e.jadpoc(&["run", "new.jadpo", "--db", e.db()]);
+    assert_eq!(out.status.code(), Some(1));
+    let refused = String::from_utf8_lossy(&out.stderr).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(refused.contains("are past `attempts: 1 within: 1h`"), "{refused}");
+    assert!(refused.contains("--accept subscriber.budget_tightened"), "{refused}");
+    let states: Vec<String> = e.deliveries().iter().map(|d| common::state(d).to_string()).collect();
+    assert_eq!(states, ["pending", "pending"], "a refused run changes nothing");
 }
