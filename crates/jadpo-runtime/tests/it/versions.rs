@@ -207,6 +207,29 @@ pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
     assert_eq!(payload["delivery"], audit[0].0.to_string());
 }
 
+/// Taking back an orphaned delivery is conditional on the row being as read: a
+/// second process taking back the same rows (or a row changed since) takes none.
+pub fn an_orphan_taken_back_twice_is_taken_once(f: &dyn Fixture) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let old = process(f, OLD, "old", &clock);
+    old.rt.start(T0).expect("start");
+    old.emit(2, T0);
+    old.rt.stopped().expect("stop");
+    let new = process(f, NEW, "new", &clock);
+    new.rt.start(T0).expect("start");
+    new.deliver(T0);
+    let store = new.rt.store();
+    let rows = store.orphans(&["audit".to_string()], 10).expect("orphans");
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.orphaned_at_ms == Some(T0) && r.subscriber == "audit"));
+    let other: Arc<dyn Store> = Arc::from(f.open());
+    assert_eq!(other.adopt(&rows[..1], T0 + 5_000).expect("adopt"), 1);
+    assert_eq!(store.adopt(&rows, T0 + 6_000).expect("adopt"), 1, "only the row still as read");
+    assert_eq!(store.adopt(&rows, T0 + 7_000).expect("adopt"), 0);
+    let (first, _) = store.delivery(rows[0].id).expect("read").expect("found");
+    assert_eq!((first.state, first.due_at_ms, first.held_ms), (DeliveryState::Pending, Some(T0 + 5_000), 5_000));
+}
+
 /// The version a run is compared with is the one the last run started with: a
 /// producer emitting with a new program before the runs are deployed does not
 /// move it; before any run, it is the version kept last.
@@ -369,4 +392,5 @@ jadpo_test_support::on_every_store!(
     an_orphaned_delivery_raises_jadpo_delivery_orphaned,
     a_tightened_budget_counts_the_deliveries_past_it,
     the_version_runs_are_compared_with_is_the_last_runs,
+    an_orphan_taken_back_twice_is_taken_once,
 );
