@@ -139,15 +139,6 @@ pub struct VersionView {
     pub in_flight: u64,
 }
 
-/// The states of a delivery not ended, which a new program inherits.
-pub const IN_FLIGHT: [DeliveryState; 5] = [
-    DeliveryState::Pending,
-    DeliveryState::Running,
-    DeliveryState::Held,
-    DeliveryState::Parked,
-    DeliveryState::Orphaned,
-];
-
 /// Deliveries not ended of one subscriber, through one connection, in one state:
 /// what a store holds that a new program inherits (`jadpoc diff --db`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +147,8 @@ pub struct BacklogRow {
     pub subscriber: String,
     /// The connection.
     pub connection: String,
-    /// The state, one of [`IN_FLIGHT`].
+    /// The state: one of a delivery not ended (those of
+    /// [`crate::rules::BLOCKS_ITS_KEY`]).
     pub state: DeliveryState,
     /// How many.
     pub count: u64,
