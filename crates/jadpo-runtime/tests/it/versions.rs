@@ -92,6 +92,17 @@ fn process(f: &dyn Fixture, text: &str, name: &str, clock: &Arc<VirtualClock>) -
     Process { rt, program, version }
 }
 
+/// A process of the old program that emitted `n` events and stopped, and the
+/// clock the test's processes share.
+fn left_by_old(f: &dyn Fixture, n: usize) -> (Arc<VirtualClock>, Process) {
+    let clock = Arc::new(VirtualClock::new(T0));
+    let old = process(f, OLD, "old", &clock);
+    old.rt.start(T0).expect("start");
+    old.emit(n, T0);
+    old.rt.stopped().expect("stop");
+    (clock, old)
+}
+
 fn config() -> RuntimeConfig {
     RuntimeConfig::default()
 }
@@ -141,11 +152,7 @@ fn states(rows: &[(i64, DeliveryState)]) -> Vec<DeliveryState> {
 /// subscriber they are orphaned, and a process of the old program takes them
 /// back when it starts, the time they waited costing their budget nothing.
 pub fn a_removed_subscribers_deliveries_are_orphaned_then_taken_back(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(2, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, old) = left_by_old(f, 2);
 
     let new = process(f, NEW, "new", &clock);
     new.rt.start(T0 + 1_000).expect("start");
@@ -186,11 +193,7 @@ pub fn a_removed_subscribers_deliveries_are_orphaned_then_taken_back(f: &dyn Fix
 /// Each delivery orphaned raises `jadpo.delivery_orphaned`, in the claim's
 /// transaction, routed to the program's subscribers of it.
 pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(1, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, _) = left_by_old(f, 1);
     let new = process(f, NEW_WITH_PAGER, "new", &clock);
     new.rt.start(T0).expect("start");
     let claim = new.rt.claim_due(T0, 100).expect("claim");
@@ -210,11 +213,7 @@ pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
 /// Taking back an orphaned delivery is conditional on the row being as read: a
 /// second process taking back the same rows (or a row changed since) takes none.
 pub fn an_orphan_taken_back_twice_is_taken_once(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(2, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, _) = left_by_old(f, 2);
     let new = process(f, NEW, "new", &clock);
     new.rt.start(T0).expect("start");
     new.deliver(T0);
@@ -308,11 +307,7 @@ pub fn a_delivery_another_running_program_has_is_left_for_it(f: &dyn Fixture) {
 /// A subscriber renamed with `was:` runs the deliveries made under its old
 /// name, and takes back those orphaned under it.
 pub fn a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(2, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, _) = left_by_old(f, 2);
     // Orphaned by a program without `audit` at all.
     let without = process(f, NEW, "without", &clock);
     without.rt.start(T0).expect("start");
@@ -334,11 +329,7 @@ pub fn a_renamed_subscriber_runs_and_takes_back_its_old_names_deliveries(f: &dyn
 /// for it; the delivery fails with its own code, naming the field and both
 /// versions.
 pub fn an_event_without_a_field_the_new_program_requires_is_never_sent(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(1, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, old) = left_by_old(f, 1);
 
     let new = process(f, RENAMED_FIELD, "new", &clock);
     new.rt.start(T0).expect("start");
@@ -367,11 +358,7 @@ pub fn an_event_without_a_field_the_new_program_requires_is_never_sent(f: &dyn F
 /// With the field optional, the same event is delivered: the call goes without
 /// it, as the program says it may.
 pub fn an_event_without_an_optional_field_is_sent_without_it(f: &dyn Fixture) {
-    let clock = Arc::new(VirtualClock::new(T0));
-    let old = process(f, OLD, "old", &clock);
-    old.rt.start(T0).expect("start");
-    old.emit(1, T0);
-    old.rt.stopped().expect("stop");
+    let (clock, _) = left_by_old(f, 1);
 
     let new = process(f, OPTIONAL_FIELD, "new", &clock);
     new.rt.start(T0).expect("start");
