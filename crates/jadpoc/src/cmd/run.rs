@@ -224,6 +224,8 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(accepted) => accepted,
         Err(code) => return code,
     };
+    // The files and the checker's index are not needed past the comparison.
+    drop(loaded);
     let process = ProcessRow::this(&crate::load::host_name(), &version.hash, clock.now_ms());
     let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config)
         .with_presence(version, process);
