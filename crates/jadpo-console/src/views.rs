@@ -163,6 +163,7 @@ pub fn event_json(e: &EventView) -> Value {
         "expanded": e.expanded,
         "invalid": e.invalid.as_ref().map(|(code, reason)| json!({"code": code, "reason": reason})),
         "replay_of": e.replay_of,
+        "version": e.version,
         "delivery_states": states,
         "payload": serde_json::from_str::<Value>(&e.payload).unwrap_or_else(|_| Value::String(e.payload.clone())),
     })

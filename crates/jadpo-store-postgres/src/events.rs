@@ -4,6 +4,7 @@
 
 use super::builtin::{DeliveryIds, insert_events_of};
 use super::reads::{VIEW_COLUMNS, view_of};
+use super::schema::VERSION_WITH_VERSIONS;
 use super::unnest::Columns;
 use super::versions::WRITER_VERSION;
 use super::{StoreError, col, pg_error, q, state_of};
@@ -21,6 +22,12 @@ const EVENT_DELIVERIES: &str =
 const EVENT_COLUMNS: &str = "e.id, e.name, e.payload, e.emitted_at, e.expanded, e.invalid_code, e.invalid_reason, \
      e.replay_of";
 
+/// The version column of an event as listed: none on a schema older than the
+/// versions (handles that only read).
+fn version_column(schema: i64) -> &'static str {
+    if schema >= VERSION_WITH_VERSIONS { "e.version" } else { "NULL::bigint AS version" }
+}
+
 fn event_of(r: &Row) -> Result<EventView, StoreError> {
     let code: Option<String> = col(r, "invalid_code")?;
     let reason: Option<String> = col(r, "invalid_reason")?;
@@ -32,6 +39,7 @@ fn event_of(r: &Row) -> Result<EventView, StoreError> {
         expanded: col(r, "expanded")?,
         invalid: code.map(|c| (c, reason.unwrap_or_default())),
         replay_of: col(r, "replay_of")?,
+        version: col(r, "version")?,
         deliveries: Vec::new(),
     })
 }
@@ -157,13 +165,14 @@ pub(super) fn write_expansions(
     Ok(report)
 }
 
-pub(super) fn list(c: &mut Client, s: &str, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+pub(super) fn list(c: &mut Client, s: &str, filter: &EventFilter, schema: i64) -> Result<Vec<EventView>, StoreError> {
     let mut tx = c.build_transaction().read_only(true).start().map_err(pg_error)?;
     let sql = q(
         &format!(
-            "SELECT {EVENT_COLUMNS} FROM {{s}}.events e WHERE ($1::text IS NULL OR e.name = $1) \
+            "SELECT {EVENT_COLUMNS}, {} FROM {{s}}.events e WHERE ($1::text IS NULL OR e.name = $1) \
              AND ($2::bigint IS NULL OR e.emitted_at >= $2) AND ($3::bigint IS NULL OR e.emitted_at < $3) \
-             ORDER BY e.id DESC LIMIT $4"
+             ORDER BY e.id DESC LIMIT $4",
+            version_column(schema)
         ),
         s,
     );
@@ -177,9 +186,14 @@ pub(super) fn list(c: &mut Client, s: &str, filter: &EventFilter) -> Result<Vec<
     Ok(out)
 }
 
-pub(super) fn one(c: &mut Client, s: &str, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
+pub(super) fn one(
+    c: &mut Client,
+    s: &str,
+    id: i64,
+    schema: i64,
+) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
     let mut tx = c.build_transaction().read_only(true).start().map_err(pg_error)?;
-    let sql = q(&format!("SELECT {EVENT_COLUMNS} FROM {{s}}.events e WHERE e.id = $1"), s);
+    let sql = q(&format!("SELECT {EVENT_COLUMNS}, {} FROM {{s}}.events e WHERE e.id = $1", version_column(schema)), s);
     let Some(row) = tx.query_opt(&sql, &[&id]).map_err(pg_error)? else {
         return Ok(None);
     };

@@ -443,11 +443,13 @@ impl Store for PgStore {
     }
 
     fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        self.with_client(|c, s| events::list(c, s, filter))
+        let schema = self.schema_version;
+        self.with_client(|c, s| events::list(c, s, filter, schema))
     }
 
     fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        self.with_client(|c, s| events::one(c, s, id))
+        let schema = self.schema_version;
+        self.with_client(|c, s| events::one(c, s, id, schema))
     }
 
     fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {

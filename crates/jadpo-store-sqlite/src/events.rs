@@ -2,6 +2,7 @@
 //! events with their deliveries, replays, and the counts `status` shows.
 
 use super::reads::{view_columns, view_of};
+use super::schema::VERSION_WITH_VERSIONS;
 use super::tx::Tx;
 use super::{Error, state_of};
 use jadpo_core::store::{
@@ -22,6 +23,12 @@ fn event_columns(states: bool) -> &'static str {
     }
 }
 
+/// The version column of an event as listed: none on a store older than the
+/// versions (read-only handles only).
+fn version_column(schema: i64) -> &'static str {
+    if schema >= VERSION_WITH_VERSIONS { "e.version" } else { "NULL AS version" }
+}
+
 fn event_of(r: &Row<'_>) -> Result<EventView, Error> {
     let code: Option<String> = r.get("invalid_code")?;
     let reason: Option<String> = r.get("invalid_reason")?;
@@ -33,6 +40,7 @@ fn event_of(r: &Row<'_>) -> Result<EventView, Error> {
         expanded: r.get::<_, i64>("expanded")? != 0,
         invalid: code.map(|c| (c, reason.unwrap_or_default())),
         replay_of: r.get("replay_of")?,
+        version: r.get("version")?,
         deliveries: Vec::new(),
     })
 }
@@ -123,16 +131,22 @@ pub(super) fn expand(
     Ok(report)
 }
 
-pub(super) fn list(conn: &mut Connection, filter: &EventFilter, states: bool) -> Result<Vec<EventView>, Error> {
+pub(super) fn list(
+    conn: &mut Connection,
+    filter: &EventFilter,
+    states: bool,
+    schema: i64,
+) -> Result<Vec<EventView>, Error> {
     // One read transaction: the events and their counts are of one moment.
     let tx = Tx::deferred(conn)?;
     let mut out = Vec::new();
     {
         let sql = format!(
-            "SELECT {} FROM jadpo_events e \
+            "SELECT {}, {} FROM jadpo_events e \
              WHERE (:name IS NULL OR e.name = :name) AND (:since IS NULL OR e.emitted_at >= :since) \
              AND (:until IS NULL OR e.emitted_at < :until) ORDER BY e.id DESC LIMIT :limit",
-            event_columns(states)
+            event_columns(states),
+            version_column(schema)
         );
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query(named_params! {
@@ -159,7 +173,11 @@ pub(super) fn one(
 ) -> Result<Option<(EventView, Vec<DeliveryView>)>, Error> {
     let tx = Tx::deferred(conn)?;
     let mut event = {
-        let sql = format!("SELECT {} FROM jadpo_events e WHERE e.id = ?1", event_columns(states));
+        let sql = format!(
+            "SELECT {}, {} FROM jadpo_events e WHERE e.id = ?1",
+            event_columns(states),
+            version_column(version)
+        );
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query([id])?;
         match rows.next()? {

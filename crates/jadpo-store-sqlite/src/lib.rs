@@ -735,8 +735,8 @@ impl Store for SqliteStore {
     }
 
     fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        let states = self.has_event_states();
-        self.with_retry(|conn| events::list(conn, filter, states))
+        let (states, version) = (self.has_event_states(), self.version);
+        self.with_retry(|conn| events::list(conn, filter, states, version))
     }
 
     fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {

@@ -253,6 +253,9 @@ pub fn event_line(e: &EventView) -> String {
 /// An event, its payload and its deliveries for people.
 pub fn event_text(e: &EventView, deliveries: &[DeliveryView]) -> String {
     let mut out = format!("event {}\n  name        {}\n  emitted at  {}\n", e.id, e.name, rfc3339(e.emitted_at_ms));
+    if let Some(v) = e.version {
+        out.push_str(&format!("  version     #{v} (`jadpoc status` lists the versions)\n"));
+    }
     if let Some(of) = e.replay_of {
         out.push_str(&format!("  replay of   #{of}\n"));
     }

@@ -756,6 +756,9 @@ pub struct EventView {
     pub invalid: Option<(String, String)>,
     /// The event it replays, when it is a replay.
     pub replay_of: Option<i64>,
+    /// The number of the program version that stored it (`jadpoc status` lists
+    /// them); none when stored before versions were kept.
+    pub version: Option<i64>,
     /// Its deliveries counted by state (only states with deliveries).
     pub deliveries: Vec<(DeliveryState, u64)>,
 }

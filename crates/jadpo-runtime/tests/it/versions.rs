@@ -353,6 +353,8 @@ pub fn an_event_without_a_field_the_new_program_requires_is_never_sent(f: &dyn F
     assert_eq!(states(&rec), [DeliveryState::Failed]);
     let (view, _) = store.delivery(rec[0].0).expect("read").expect("found");
     assert_eq!(view.last_failure.map(|f| f.code).as_deref(), Some("runtime.event_shape"));
+    let (event, _) = store.event(view.event_id).expect("read").expect("found");
+    assert_eq!(event.version, Some(old_id), "the event names the version that stored it");
 }
 
 /// With the field optional, the same event is delivered: the call goes without

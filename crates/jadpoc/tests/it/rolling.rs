@@ -338,6 +338,11 @@ fn an_event_stored_without_a_field_the_new_program_reads_is_never_sent() {
     let shown = e.show(d["id"].as_i64().unwrap_or_default());
     let reason = shown["last_failure"]["reason"].as_str().unwrap_or_default().to_string();
     assert!(reason.contains("field `amount` of event 1 is missing: stored by version #1;"), "{shown}");
+    // The event names the version that stored it; the status lists both.
+    assert_eq!(e.json(&["events", "show", "1"])["version"], 1);
+    let versions = e.status()["versions"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<i64> = versions.iter().filter_map(|v| v["id"].as_i64()).collect();
+    assert_eq!(ids, [2, 1], "the new program's version, which a run started with, first");
 }
 
 /// A budget lowered under deliveries that have used attempts: `jadpoc diff
