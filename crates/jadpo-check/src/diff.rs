@@ -493,7 +493,7 @@ impl<'a> Diff<'a> {
                 };
                 let change = if y.ty.base != x.ty.base {
                     Some((DiffCode::EventFieldRetyped, format!("is {}, not {}", type_word(y.ty), type_word(x.ty))))
-                } else if x.ty.optional && !y.ty.optional {
+                } else if x.ty.optional && !y.ty.optional && y.default.is_none() {
                     Some((DiffCode::EventFieldNowRequired, "is now required".to_string()))
                 } else {
                     None
@@ -504,7 +504,9 @@ impl<'a> Diff<'a> {
                     self.field(code, &e.name, &x.name, &what, old_at, new_at, readers(&y.name), subject);
                 }
             }
-            for y in f.fields.iter().filter(|y| !y.ty.optional && !e.fields.iter().any(|x| x.name == y.name)) {
+            // A field added with a default is read as its default from stored events.
+            let required = |y: &&crate::program::Field| !y.ty.optional && y.default.is_none();
+            for y in f.fields.iter().filter(required).filter(|y| !e.fields.iter().any(|x| x.name == y.name)) {
                 let subject =
                     |readers: Vec<String>| Subject::Field { event: e.name.clone(), field: y.name.clone(), readers };
                 let old_at = self.place(Which::Old, SymbolKind::Event, &e.name, None);

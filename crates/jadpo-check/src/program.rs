@@ -27,6 +27,10 @@ pub struct Event {
 pub struct Field {
     pub name: String,
     pub ty: Type,
+    /// An event field's declared default (`amount: { type: int  default: 0 }`):
+    /// what a call reads when an event, stored by an earlier program, lacks it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Literal>,
 }
 
 /// Whether `text` is a `time` value: an RFC 3339 timestamp with its offset, such

@@ -130,12 +130,28 @@ pub fn shape_mismatch(event: &Event, call: &Call, payload: &Value) -> Option<Sha
         let value = payload.get(name).filter(|v| !v.is_null());
         let mismatch = |missing| ShapeMismatch { field: name.clone(), expected: type_words(field.ty.base), missing };
         match value {
-            None if field.ty.optional => None,
+            None if field.ty.optional || field.default.is_some() => None,
             None => Some(mismatch(true)),
             Some(v) if fits(field.ty.base, v) => None,
             Some(_) => Some(mismatch(false)),
         }
     })
+}
+
+/// `payload` with each field of `event` it lacks (or holds as null) that declares
+/// a default set to that default: what a call reads of an event stored by an
+/// earlier program.
+pub fn with_defaults(event: &Event, mut payload: Value) -> Value {
+    if let Value::Object(obj) = &mut payload {
+        for f in &event.fields {
+            if let Some(d) = &f.default
+                && obj.get(&f.name).is_none_or(Value::is_null)
+            {
+                obj.insert(f.name.clone(), literal(d));
+            }
+        }
+    }
+    payload
 }
 
 /// Check a payload against its event's declaration.
@@ -151,7 +167,7 @@ pub fn validate(event: &Event, payload: &Value) -> Result<(), PayloadError> {
     for f in &event.fields {
         let v = obj.get(&f.name).unwrap_or(&Value::Null);
         if v.is_null() {
-            if f.ty.optional {
+            if f.ty.optional || f.default.is_some() {
                 continue;
             }
             return Err(PayloadError::MissingField { event: event.name.clone(), field: f.name.clone() });
@@ -282,7 +298,7 @@ mod tests {
     use serde_json::json;
 
     fn event() -> Event {
-        let f = |name: &str, base, optional| Field { name: name.into(), ty: Type { base, optional } };
+        let f = |name: &str, base, optional| Field { name: name.into(), ty: Type { base, optional }, default: None };
         Event {
             name: "Paid".into(),
             fields: vec![

@@ -14,7 +14,7 @@ use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
 use crate::events;
-use crate::payload::{ShapeMismatch, call_args, new_event, shape_mismatch};
+use crate::payload::{ShapeMismatch, call_args, new_event, shape_mismatch, with_defaults};
 use crate::rng::RandomSource;
 use crate::rules::CallFailure;
 use crate::rules::breaker::{self, BreakerRow};
@@ -429,14 +429,18 @@ impl Runtime {
         let Some(driver) = self.drivers.get(action.connection) else {
             return Err(defect(RuntimeCode::RuntimeNoDriver));
         };
-        if let Some(event) = self.program.events.get(sub.event)
-            && let Some(mismatch) = shape_mismatch(event, &sub.call, &payload)
-        {
-            return Err(Outcome::Failed(
-                CallFailure::new(FailureKind::InternalFault, RuntimeCode::RuntimeEventShape)
-                    .with_reason(self.shape_reason(c, &mismatch)),
-            ));
-        }
+        let payload = match self.program.events.get(sub.event) {
+            Some(event) => {
+                if let Some(mismatch) = shape_mismatch(event, &sub.call, &payload) {
+                    return Err(Outcome::Failed(
+                        CallFailure::new(FailureKind::InternalFault, RuntimeCode::RuntimeEventShape)
+                            .with_reason(self.shape_reason(c, &mismatch)),
+                    ));
+                }
+                with_defaults(event, payload)
+            }
+            None => payload,
+        };
         let request = CallRequest {
             action: action.name.clone(),
             args: call_args(&self.program, &sub.call, &payload),

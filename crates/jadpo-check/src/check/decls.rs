@@ -10,6 +10,7 @@ use crate::program::{self as p, Type};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
 use jadpo_syntax::ast::{Block, Decl, DeclKind, Name, Span, Value, ValueKind};
+use std::sync::Arc;
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn event(&mut self, index: usize, file: usize, block: &Block<'a>) {
@@ -44,13 +45,59 @@ impl<'a> Cx<'_, 'a> {
                 self.define_member(index, key, entry.key.span.to(entry.value.span), None, false);
                 continue;
             }
-            let ty = self.field_type(file, &entry.value, Code::EventTypeUnknown);
+            let ty = match &entry.value.kind {
+                ValueKind::Block(b) => self.field_block(index, file, name, entry.value.span, b),
+                _ => self.field_type(file, &entry.value, Code::EventTypeUnknown),
+            };
             let key = Name { text: name, span: entry.key.span };
             self.define_member(index, key, entry.key.span.to(entry.value.span), ty, true);
             fields.push((name, ty));
             spans.push(entry.key.span);
         }
         std::sync::Arc::make_mut(&mut self.types)[index] = Some(fields.into());
+    }
+
+    /// A field declared as a block, `{ type: int  default: 0 }`: its type, and its
+    /// default kept for lowering when it is of that type.
+    fn field_block(&mut self, event: usize, file: usize, name: &'a str, span: Span, block: &Block<'a>) -> Option<Type> {
+        let (mut ty_value, mut default) = (None, None);
+        for e in &block.entries {
+            match e.key.text.as_ref() {
+                "type" if !e.key.quoted => ty_value = Some(&e.value),
+                "default" if !e.key.quoted => default = Some(&e.value),
+                other => {
+                    let message = format!("`{other}` is not a key of a field");
+                    let help = "a field's block takes `type:` and `default:`, such as `{ type: int, default: 0 }`";
+                    self.push(Diagnostic::new(Code::DeclUnknownKey, file, e.key.span, message).help(help));
+                }
+            }
+        }
+        let Some(ty_value) = ty_value else {
+            let message = format!("the field `{name}` has no `type:`");
+            let help = "a field's block takes `type:` and `default:`, such as `{ type: int, default: 0 }`";
+            self.push(Diagnostic::new(Code::EventTypeUnknown, file, span, message).help(help));
+            return None;
+        };
+        let ty = self.field_type(file, ty_value, Code::EventTypeUnknown)?;
+        if let Some(d) = default {
+            let literal = match (ty.base, &d.kind) {
+                (p::BaseType::Int | p::BaseType::Float, ValueKind::Int(n)) => Some(p::Literal::Int(*n)),
+                (p::BaseType::String, ValueKind::Str(s)) => Some(p::Literal::String(s.to_string())),
+                (p::BaseType::Time, ValueKind::Str(s)) if p::is_timestamp(s) => Some(p::Literal::String(s.to_string())),
+                (p::BaseType::Bool, ValueKind::Bool(b)) => Some(p::Literal::Bool(*b)),
+                _ => None,
+            };
+            match literal {
+                Some(l) => Arc::make_mut(&mut self.defaults).push((event, name, l)),
+                None => self.invalid_value(
+                    file,
+                    d,
+                    format!("the default of `{name}` is not a value of its type"),
+                    "a default is a literal of the field's type: `default: 0` for an `int`, `default: \"\"` for a `string`",
+                ),
+            }
+        }
+        Some(ty)
     }
 
     pub(super) fn action(

@@ -17,7 +17,14 @@ impl Cx<'_, '_> {
         let mut index_of: Vec<Option<usize>> = vec![None; self.decls.len()];
         let lower_fields = |i: usize| -> Option<Vec<p::Field>> {
             let fields = self.types[i].as_ref()?;
-            fields.iter().map(|(n, t)| Some(p::Field { name: n.to_string(), ty: (*t)? })).collect()
+            fields
+                .iter()
+                .map(|(n, t)| {
+                    // Only events' fields have defaults (kept by their declaration's index).
+                    let default = self.defaults.iter().find(|(d, f, _)| *d == i && f == n).map(|(_, _, l)| l.clone());
+                    Some(p::Field { name: n.to_string(), ty: (*t)?, default })
+                })
+                .collect()
         };
         // Declarations in order of kind, so indices are stable within each list.
         for (i, &(_, decl)) in self.decls.iter().enumerate() {

@@ -233,6 +233,9 @@ struct Cx<'d, 'a> {
     used: Vec<bool>,
     /// Per declaration: the field or parameter types (events, actions).
     types: Arc<Vec<Option<Fields<'a>>>>,
+    /// Events' fields' declared defaults: (event's declaration, field, default).
+    /// Shared, read-only, with the second pass's other thread, as the types are.
+    defaults: Arc<Vec<(usize, &'a str, crate::program::Literal)>>,
     resolved: Vec<Resolved>,
     lower: Lower,
     /// Tests that checked clean, their steps naming declarations by index.
@@ -304,6 +307,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             names: Arc::new(names::NameTable::with_capacity(n)),
             used: vec![false; n],
             types: Arc::new(vec![None; n]),
+            defaults: Arc::default(),
             // Only a program that will be lowered needs what each declaration resolved to.
             resolved: if lower == Lower::Yes {
                 std::iter::repeat_with(Resolved::default).take(n).collect()
@@ -465,6 +469,7 @@ impl<'d, 'a> Cx<'d, 'a> {
             names: Arc::clone(&self.names),
             used: vec![false; self.used.len()],
             types: Arc::clone(&self.types),
+            defaults: Arc::clone(&self.defaults),
             resolved: Vec::new(),
             lower: self.lower,
             tests: Vec::new(),

@@ -267,6 +267,8 @@ impl<'a> Cx<'_, 'a> {
         let missing: Vec<&str> = fields
             .iter()
             .filter(|(n, t)| t.is_some_and(|t| !t.optional) && !seen.contains(n))
+            // A field with a default may be left out, as from any event.
+            .filter(|(n, _)| !self.defaults.iter().any(|(e, f, _)| *e == event && f == n))
             .map(|(n, _)| *n)
             .collect();
         if !missing.is_empty() && ok {
@@ -282,7 +284,7 @@ impl<'a> Cx<'_, 'a> {
                         crate::words::noun(missing.len() as u64, "field")
                     ),
                 )
-                .help("give every field that is not optional (`T?`) a value"),
+                .help("give every field that is not optional (`T?`) or defaulted a value"),
             );
             ok = false;
         }

@@ -92,6 +92,14 @@ fn process(f: &dyn Fixture, text: &str, name: &str, clock: &Arc<VirtualClock>) -
     Process { rt, program, version }
 }
 
+/// `RENAMED_FIELD` with `amount` declared with a default.
+const DEFAULTED_FIELD: &str = r#"
+event Paid { id: string  amount: { type: int, default: 0 } }
+connection c { url: "http://127.0.0.1:9/x" }
+action record(id: string, cents: int) { via: c  idempotent: true }
+subscriber rec { on: Paid  run: record(event.id, event.amount) }
+"#;
+
 /// A process of the old program that emitted `n` events and stopped, and the
 /// clock the test's processes share.
 fn left_by_old(f: &dyn Fixture, n: usize) -> (Arc<VirtualClock>, Process) {
@@ -253,6 +261,21 @@ pub fn the_version_runs_are_compared_with_is_the_last_runs(f: &dyn Fixture) {
     assert_eq!((latest.hash, latest.accepted), (new.version.hash.clone(), vec!["subscriber.removed".to_string()]));
 }
 
+/// With the field declared with a default, the same event is delivered with the
+/// default in its place: a compatible change.
+pub fn an_event_without_a_field_declared_with_a_default_is_sent_with_it(f: &dyn Fixture) {
+    let (clock, _) = left_by_old(f, 1);
+    let new = process(f, DEFAULTED_FIELD, "new", &clock);
+    new.rt.start(T0).expect("start");
+    let claim = new.rt.claim_due(T0, 100).expect("claim");
+    let Ok(call) = new.rt.prepare_call(&claim.report.run[0]) else {
+        panic!("a field with a default stops no call");
+    };
+    assert_eq!(call.request.args, serde_json::json!({"id": "p0", "cents": 0}));
+    // A new event may leave it out too.
+    assert!(new_event(&new.program, "Paid", r#"{"id": "q"}"#).is_ok());
+}
+
 /// The deliveries a tightened budget would give up, counted as the claim would
 /// decide them: those with as many attempts as the new budget has, and those
 /// whose window (moved on by their time held) ends before the new one's cut.
@@ -382,4 +405,5 @@ jadpo_test_support::on_every_store!(
     a_tightened_budget_counts_the_deliveries_past_it,
     the_version_runs_are_compared_with_is_the_last_runs,
     an_orphan_taken_back_twice_is_taken_once,
+    an_event_without_a_field_declared_with_a_default_is_sent_with_it,
 );
