@@ -2,7 +2,7 @@
 //! `--against git:REF` in a repository, and programs that do not check.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 const OLD: &str = "event PaymentReceived {\n    payment_id: string\n    amount_cents: int\n}\n\nconnection ledger {\n    url: \"https://ledger.internal/jadpo\"\n}\n\naction record_payment(payment_id: string, amount_cents: int) {\n    via: ledger\n}\n\nsubscriber record_payment_hook {\n    on: PaymentReceived\n    run: record_payment(event.payment_id, event.amount_cents)\n}\n\nsubscriber audit {\n    on: PaymentReceived\n    run: record_payment(event.payment_id, 0)\n}\n";
 
@@ -26,30 +26,7 @@ fn new_warning() -> String {
     )
 }
 
-fn jadpoc(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jadpoc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("jadpoc runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    for (name, body) in files {
-        let path = dir.path().join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(path, body).expect("write");
-    }
-    dir
-}
+use crate::common::{jadpoc_in as jadpoc, project, text};
 
 #[test]
 fn diff_exit_statuses_follow_the_most_serious_finding() {

@@ -3,36 +3,13 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 const MESSY: &str = "event A {id:string,  n: int // count\n}\nsubscriber s { on: A\n run: f(event.id) retry: {attempts: 3, within: 1h} }\n";
 const TIDY: &str = "event A {\n    id: string\n    n: int // count\n}\n\nsubscriber s {\n    on: A\n    run: f(event.id)\n    retry: { attempts: 3, within: 1h }\n}\n";
 const BROKEN: &str = "event B {\n    id:\n}\n";
 
-fn jadpoc(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_jadpoc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("jadpoc runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    for (name, text) in files {
-        let path = dir.path().join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(path, text).expect("write");
-    }
-    dir
-}
+use crate::common::{jadpoc_in as jadpoc, project, text};
 
 fn read(dir: &tempfile::TempDir, name: &str) -> String {
     std::fs::read_to_string(dir.path().join(name)).expect("read")

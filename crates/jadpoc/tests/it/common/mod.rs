@@ -160,6 +160,29 @@ pub fn stop(run: Running) -> String {
     }
 }
 
+/// `jadpoc ARGS` in `dir`, without colour.
+pub fn jadpoc_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(JADPOC).args(args).current_dir(dir).env("NO_COLOR", "1").output().expect("jadpoc runs")
+}
+
+/// A command's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A temporary folder holding `files` (name, text), folders made as needed.
+pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    }
+    dir
+}
+
 /// A delivery's state.
 pub fn state(d: &Value) -> &str {
     d["state"].as_str().unwrap_or("")
