@@ -184,11 +184,7 @@ fn rates_chart(rates: &[AttemptRate], now: i64) -> String {
 /// The program versions running now or with deliveries in flight, and the
 /// newest: the processes running each and what its events left.
 fn versions_section(status: &StatusView) -> String {
-    let rows: Vec<String> = status
-        .versions
-        .iter()
-        .enumerate()
-        .filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0)
+    let rows: Vec<String> = jadpo_core::version::shown(&status.versions)
         .map(|(_, v)| {
             let processes: Vec<String> = v
                 .processes

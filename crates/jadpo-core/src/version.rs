@@ -163,6 +163,17 @@ pub fn window_cut_ms(now_ms: i64, within_ms: u64) -> i64 {
     now_ms.saturating_sub(crate::rules::ms_i64(within_ms))
 }
 
+/// The versions worth showing of `versions` (newest first, as
+/// [`crate::store::Store::versions`] reads them): the newest, and every other
+/// one running or with deliveries in flight.
+pub fn shown(versions: &[VersionView]) -> impl Iterator<Item = (bool, &VersionView)> {
+    versions
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0)
+        .map(|(i, v)| (i == 0, v))
+}
+
 /// An orphaned delivery as the store read it, for a process whose program has its
 /// subscriber to take back ([`crate::rules::held_when_adopted`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -220,8 +220,13 @@ impl PgStore {
             client = self.fresh_client()?;
             prepared = Prepared::default();
         }
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if prepared.1 != writer {
+        // The connection names the version its events are stored with: set
+        // again only when it changed (a copy is made then alone).
+        let changed = {
+            let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            (prepared.1 != *writer).then(|| writer.clone())
+        };
+        if let Some(writer) = changed {
             versions::set_writer(&mut client, writer.as_deref().unwrap_or_default()).map_err(|e| self.named(e))?;
             prepared.1 = writer;
         }

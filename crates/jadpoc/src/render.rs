@@ -97,18 +97,8 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
     // In the registry's order, each code once.
     let used: Vec<Code> =
         Code::ALL.iter().copied().filter(|c| checked.diagnostics.iter().any(|d| d.code == *c)).collect();
-    let rules: Vec<Value> = used
-        .iter()
-        .map(|&c| {
-            let help = rule_help(c);
-            json!({
-                "id": c.as_str(),
-                "shortDescription": {"text": c.summary()},
-                "help": {"text": help, "markdown": help},
-                "defaultConfiguration": {"level": level(c.severity())},
-            })
-        })
-        .collect();
+    let rules: Vec<Value> =
+        used.iter().map(|&c| sarif_rule(c.as_str(), c.summary(), &rule_help(c), level(c.severity()))).collect();
     let region = |file: usize, span: jadpo_syntax::ast::Span| {
         let (s, e) = (index[file].position(span.start), index[file].position(span.end));
         json!({"startLine": s.line, "startColumn": s.column, "endLine": e.line, "endColumn": e.column,
@@ -146,6 +136,16 @@ pub fn sarif(files: &[SourceFile], checked: &Checked) -> Value {
         .collect();
     let artifacts = files.iter().map(|f| json!({"location": {"uri": f.name}})).collect();
     sarif_log(rules, artifacts, results)
+}
+
+/// A SARIF rule: its id, summary, help (text and Markdown) and level.
+pub fn sarif_rule(id: &str, summary: &str, help: &str, level: &str) -> Value {
+    json!({
+        "id": id,
+        "shortDescription": {"text": summary},
+        "help": {"text": help, "markdown": help},
+        "defaultConfiguration": {"level": level},
+    })
 }
 
 /// A SARIF 2.1.0 log of one run of jadpoc: its rules, the files and the results.

@@ -131,14 +131,12 @@ pub fn status_text(s: &StatusView) -> String {
             out.push_str(&format!("orphaned: {n} of `{name}`: {}\n", orphaned_because(name)));
         }
     }
-    // The newest version, and every other one still running or with work left.
-    let shown = s.versions.iter().enumerate().filter(|(i, v)| *i == 0 || !v.processes.is_empty() || v.in_flight > 0);
-    for (i, v) in shown {
+    for (newest, v) in jadpo_core::version::shown(&s.versions) {
         out.push_str(&format!(
             "version #{} {}{}: since {}, {} in flight\n",
             v.id,
             jadpo_core::version::short(&v.hash),
-            if i == 0 { " (newest)" } else { "" },
+            if newest { " (newest)" } else { "" },
             rfc3339(v.created_at_ms),
             plural(v.in_flight, "delivery")
         ));

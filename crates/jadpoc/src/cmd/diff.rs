@@ -457,14 +457,9 @@ pub fn sarif(old: &[SourceFile], new: &[SourceFile], findings: &[Finding], extra
     let rules: Vec<Value> = used
         .iter()
         .map(|&c| {
-            let help = rule_help(c);
-            json!({
-                "id": c.as_str(),
-                "shortDescription": {"text": c.summary()},
-                "help": {"text": help, "markdown": help},
-                "defaultConfiguration": {"level": level(c)},
-                "properties": {"category": c.category().as_str(), "severity": c.severity().as_str()},
-            })
+            let mut rule = render::sarif_rule(c.as_str(), c.summary(), &rule_help(c), level(c));
+            rule["properties"] = json!({"category": c.category().as_str(), "severity": c.severity().as_str()});
+            rule
         })
         .collect();
     let location = |files: &[SourceFile], at: &Place| {

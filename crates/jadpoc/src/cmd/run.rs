@@ -162,10 +162,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    let program = Arc::new(loaded.program.clone());
     // One random source for the run: the waits between attempts and the drivers' re-sends.
     let random = RandomSource::from_system();
-    let drivers = match drivers(&program, &args.fakes, &random) {
+    let drivers = match drivers(&loaded.program, &args.fakes, &random) {
         Ok(d) => d,
         Err(m) => {
             eprintln!("jadpoc: {m}");
@@ -225,7 +224,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     // The files and the checker's index are not needed past the comparison.
-    drop(loaded);
+    let crate::load::Loaded { program, sources, checked } = loaded;
+    drop((sources, checked));
+    let program = Arc::new(program);
     let process = ProcessRow::this(&crate::load::host_name(), &version.hash, clock.now_ms());
     let runtime = Runtime::new(program.clone(), store.clone(), clock.clone(), drivers, random, config)
         .with_presence(version, process);
