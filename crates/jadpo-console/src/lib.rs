@@ -35,7 +35,7 @@ use jadpo_check::program::{DeliveryState, Program};
 use jadpo_core::clock::Clock;
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::breaker::Pause;
-use jadpo_core::store::status_now;
+use jadpo_core::store::{Actions, DeliveryDetail, EventDetail, status_now};
 use jadpo_core::store::{
     AttemptRate, DeliveryFilter, EventFilter, EventView, RATE_MINUTE_MS, Replay, RetryResult, Store, StoreError,
     retry_subject,
@@ -582,8 +582,8 @@ impl Console {
     async fn delivery(&self, id: i64, fields: &Fields) -> Result<Answer, Failure> {
         let found = self
             .with_store(move |s| {
-                let Some((d, history)) = s.delivery(id)? else { return Ok(None) };
-                let event = s.event(d.event_id)?.map(|(e, _)| e);
+                let Some(DeliveryDetail { delivery: d, attempts: history }) = s.delivery(id)? else { return Ok(None) };
+                let event = s.event(d.event_id)?.map(|e| e.event);
                 Ok(Some((d, history, event)))
             })
             .await?;
@@ -610,7 +610,7 @@ impl Console {
     }
 
     async fn event(&self, id: i64, fields: &Fields) -> Result<Answer, Failure> {
-        let Some((e, deliveries)) = self.with_store(move |s| s.event(id)).await? else {
+        let Some(EventDetail { event: e, deliveries }) = self.with_store(move |s| s.event(id)).await? else {
             return Err(Failure::new(StatusCode::NOT_FOUND, format!("no event {id}")));
         };
         let replay = match (&self.program, self.settings.actions) {
@@ -636,7 +636,7 @@ impl Console {
             ));
         };
         let only = form.text("subscriber");
-        let Some((event, _)) = self.with_store(move |s| s.event(id)).await? else {
+        let Some(EventDetail { event, .. }) = self.with_store(move |s| s.event(id)).await? else {
             return Err(Failure::new(StatusCode::NOT_FOUND, format!("no event {id}")));
         };
         let plan =
@@ -830,7 +830,7 @@ impl Console {
             ["deliveries", id] => {
                 let id = parse_id(id)?;
                 match self.with_store(move |s| s.delivery(id)).await? {
-                    Some((d, h)) => views::delivery_with_history_json(&d, &h),
+                    Some(DeliveryDetail { delivery: d, attempts: h }) => views::delivery_with_history_json(&d, &h),
                     None => return Err(Failure::new(StatusCode::NOT_FOUND, format!("no delivery {id}"))),
                 }
             }
@@ -847,7 +847,7 @@ impl Console {
             ["events", id] => {
                 let id = parse_id(id)?;
                 match self.with_store(move |s| s.event(id)).await? {
-                    Some((e, d)) => views::event_with_deliveries_json(&e, &d),
+                    Some(EventDetail { event: e, deliveries: d }) => views::event_with_deliveries_json(&e, &d),
                     None => return Err(Failure::new(StatusCode::NOT_FOUND, format!("no event {id}"))),
                 }
             }

@@ -19,7 +19,7 @@ use crate::rng::RandomSource;
 use crate::rules::Outcome;
 use crate::rules::breaker::BreakerRow;
 use crate::steps::{PreparedCall, Runtime, TickWork};
-use crate::store::{AttemptView, Claimed, DeliveryFilter, DeliveryView, RetryResult, Store, StoreError};
+use crate::store::{Actions, AttemptView, Claimed, DeliveryFilter, DeliveryView, RetryResult, Store, StoreError};
 use jadpo_check::format_duration;
 use jadpo_check::program::{BreakerExpect, DeliveryExpect, DeliveryState, FailureKind, Program, Step, Test};
 use serde_json::{Map, Value};
@@ -399,7 +399,7 @@ impl Scenario {
         let filter =
             DeliveryFilter { subscriber: Some(subscriber.to_string()), limit: Some(1), ..DeliveryFilter::default() };
         match self.store.deliveries(&filter)?.into_iter().next() {
-            Some(d) => self.store.delivery(d.id),
+            Some(d) => Ok(self.store.delivery(d.id)?.map(|full| (full.delivery, full.attempts))),
             None => Ok(None),
         }
     }
@@ -409,7 +409,7 @@ impl Scenario {
         let mut out = Vec::new();
         for d in self.store.deliveries(&DeliveryFilter::default())? {
             if let Some(full) = self.store.delivery(d.id)? {
-                out.push(full);
+                out.push((full.delivery, full.attempts));
             }
         }
         out.sort_by_key(|(d, _)| d.id);

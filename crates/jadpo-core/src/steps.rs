@@ -21,7 +21,7 @@ use crate::rules::breaker::{self, BreakerRow};
 use crate::rules::rate::RateTurn;
 use crate::rules::{self, ClaimDecision, Decision, Outcome, decide_after_attempt, decide_at_claim};
 use crate::store::{
-    ClaimAt, ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport,
+    Actions, ClaimAt, ClaimCandidate, ClaimReport, ClaimVerdict, Claimed, ClaimedSchedule, EndedDelivery, ExpandReport,
     Expansion, NewEvent, Recorded, ScheduleSpec, Store, StoreError, UnexpandedEvent, WaitingAtClaim,
 };
 use crate::version::{self, ProcessRow, ProgramVersion};
@@ -283,14 +283,14 @@ impl Runtime {
     /// breaker as this process knows it, see [`ProcessBreakers`]), and log those ended
     /// at their claim. The claimed ones are to be run.
     pub fn claim_due(&self, now_ms: i64, limit: usize) -> Result<DueClaim, StoreError> {
-        let claimed = self
-            .claim_through(now_ms, |decide, raiser| Ok(((), self.store.claim_raising(now_ms, limit, decide, raiser)?)));
+        let claimed =
+            self.claim_through(now_ms, |decide, raiser| Ok(((), self.store.claim(now_ms, limit, decide, raiser)?)));
         claimed.map(|((), claim)| claim)
     }
 
     /// Record finished attempts as [`Runtime::record_outcomes`] does and claim as
     /// [`Runtime::claim_due`] does, in one store call
-    /// ([`Store::record_then_claim_raising`]: one transaction on a store with one
+    /// ([`Store::record_then_claim`]: one transaction on a store with one
     /// writer). Returns which of `done` were written, for the caller to log with
     /// [`Runtime::outcomes_written`] once it has let go of the store.
     pub fn record_then_claim_due(
@@ -301,7 +301,8 @@ impl Runtime {
     ) -> Result<(Vec<usize>, DueClaim), StoreError> {
         let (records, raised) = outcome_rows(done);
         let claimed = self.claim_through(now_ms, |decide, raiser| {
-            self.store.record_then_claim_raising(&records, &raised, ClaimAt { now_ms, limit }, decide, raiser)
+            let done = self.store.record_then_claim(&records, &raised, ClaimAt { now_ms, limit }, decide, raiser)?;
+            Ok((done.written, done.claimed))
         });
         self.left_to_the_store(&records);
         claimed
@@ -516,7 +517,7 @@ impl Runtime {
     /// another claim took is that claim's to report).
     pub fn record_outcomes(&self, done: &[Done]) -> Result<usize, StoreError> {
         let (records, raised) = outcome_rows(done);
-        let written = self.store.record_raising(&records, &raised, &Raiser { program: &self.program });
+        let written = self.store.record(&records, &raised, &Raiser { program: &self.program });
         self.left_to_the_store(&records);
         let written = written?;
         self.outcomes_written(done, &written);
@@ -565,7 +566,7 @@ impl Runtime {
         self.among_processes(now_ms)?;
         if sweep {
             let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
-            let sweep = self.store.sweep_breakers_raising(now_ms, &lease_until, &Raiser { program: &self.program })?;
+            let sweep = self.store.sweep_breakers(now_ms, &lease_until, &Raiser { program: &self.program })?;
             sweep.alerts.iter().for_each(events::alert);
             if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
                 // A woken probe, released deliveries or an alert's events are due now.

@@ -1,14 +1,15 @@
 //! Breaker rows, shared by every process: each change one guarded statement; an
-//! outcome's count that loses a race is read again and counted again.
+//! outcome's count that loses a race is read again and counted again. Held
+//! deliveries read (locked) and released.
 
-use super::builtin::alerted;
 use super::unnest::Columns;
 use super::{RowOf, StoreError, col, count_of, pg_error, q};
 use jadpo_check::program::BreakerState;
-use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
+use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
-use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
-use postgres::{Client, GenericClient, Row, Transaction};
+use jadpo_core::store::BreakerView;
+use jadpo_core::store::rows::{HeldRow, HeldSet};
+use postgres::{GenericClient, Row, Transaction};
 
 const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
      probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason, rate_tat_us";
@@ -161,17 +162,8 @@ pub(super) fn write_breaker(
     Ok(n == 1)
 }
 
-/// A held delivery as read by a release: the guard its release is written under.
-pub(super) struct HeldRow {
-    pub(super) id: i64,
-    pub(super) held_ms: i64,
-    pub(super) held_since: Option<i64>,
-}
-
-impl HeldRow {
-    fn of(r: &Row) -> Result<HeldRow, StoreError> {
-        Ok(HeldRow { id: col(r, "id")?, held_ms: col(r, "held_ms")?, held_since: col(r, "held_since")? })
-    }
+fn held_row(r: &Row) -> Result<HeldRow, StoreError> {
+    Ok(HeldRow { id: col(r, "id")?, held_ms: col(r, "held_ms")?, held_since_ms: col(r, "held_since")? })
 }
 
 /// Release held deliveries as read, in one statement: each pending, due at
@@ -185,11 +177,11 @@ pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_m
     let mut u = Columns::default();
     u.add("id", "bigint", rows.iter().map(|r| r.id).collect::<Vec<i64>>())
         .add("held_ms", "bigint", rows.iter().map(|r| r.held_ms).collect::<Vec<i64>>())
-        .add("since", "bigint", rows.iter().map(|r| r.held_since).collect::<Vec<Option<i64>>>())
+        .add("since", "bigint", rows.iter().map(|r| r.held_since_ms).collect::<Vec<Option<i64>>>())
         .add(
             "after",
             "bigint",
-            rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since, now_ms)).collect::<Vec<i64>>(),
+            rows.iter().map(|r| hold::held_ms_after_release(r.held_ms, r.held_since_ms, now_ms)).collect::<Vec<i64>>(),
         );
     let n = tx
         .execute(
@@ -209,33 +201,41 @@ pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_m
     Ok(n)
 }
 
-/// Lock and release what `sql` (selecting `id, held_ms, held_since` of held
-/// deliveries `FOR UPDATE SKIP LOCKED`) finds.
-fn release_found(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    sql: &str,
-    params: &[&(dyn postgres::types::ToSql + Sync)],
-    now_ms: i64,
-) -> Result<u64, StoreError> {
-    let rows = tx.query(sql, params).map_err(pg_error)?.iter().map(HeldRow::of).collect::<Result<Vec<_>, _>>()?;
-    release(tx, s, &rows, now_ms)
+/// The held deliveries of `which`, locked (those another transaction holds
+/// are left out).
+pub(super) fn held(tx: &mut Transaction<'_>, s: &str, which: HeldSet<'_>) -> Result<Vec<HeldRow>, StoreError> {
+    let rows = match which {
+        HeldSet::Of { connection, one } => tx.query(
+            &q(
+                "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+                 AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
+                s,
+            ),
+            &[&connection, &one],
+        ),
+        HeldSet::Unheld => tx.query(
+            &q(
+                &format!(
+                    "SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} \
+                     FOR UPDATE SKIP LOCKED"
+                ),
+                s,
+            ),
+            &[],
+        ),
+    };
+    rows.map_err(pg_error)?.iter().map(held_row).collect()
 }
 
-/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
+/// Release the connection's held deliveries, due at `now_ms`.
 pub(super) fn release_held(
     tx: &mut Transaction<'_>,
     s: &str,
     connection: &str,
-    one: Option<i64>,
     now_ms: i64,
 ) -> Result<u64, StoreError> {
-    let sql = q(
-        "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
-         AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
-        s,
-    );
-    release_found(tx, s, &sql, &[&connection, &one], now_ms)
+    let rows = held(tx, s, HeldSet::Of { connection, one: None })?;
+    release(tx, s, &rows, now_ms)
 }
 
 /// Held deliveries whose connection has no breaker that is not closed, nor a
@@ -250,7 +250,13 @@ pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
 /// The breakers the tick's sweep looks at: those not closed, and those paused.
 pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
 
-fn held_by_outage(tx: &mut Transaction<'_>, s: &str, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
+/// How many deliveries an outage of `connection` holds at `now_ms`.
+pub(super) fn held_by_outage(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    connection: &str,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
     let row = tx
         .query_one(
             &q(
@@ -265,59 +271,24 @@ fn held_by_outage(tx: &mut Transaction<'_>, s: &str, connection: &str, now_ms: i
     Ok(u64::try_from(col::<i64>(&row, "n")?).unwrap_or(0))
 }
 
-pub(super) fn sweep(
-    client: &mut Client,
+/// The delivery `connection` has held longest, with its subscriber.
+pub(super) fn held_longest(
+    tx: &mut Transaction<'_>,
     s: &str,
-    now_ms: i64,
-    lease_until: &dyn Fn(&str) -> i64,
-    raise: &dyn Raise,
-) -> Result<BreakerSweep, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
-    super::pauses::end_pauses(&mut tx, s, now_ms)?;
-    let orphans = q(
-        &format!(
-            "SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} FOR UPDATE SKIP LOCKED"
-        ),
-        s,
-    );
-    let released = release_found(&mut tx, s, &orphans, &[], now_ms)?;
-    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
-    for view in read_breakers(&mut tx, s, SWEPT)? {
-        let BreakerView { connection, row, held } = view;
-        let mut row = row;
-        if breaker::alert_due(&row) {
-            let raised = breaker::alert_raised(&row);
-            if write_breaker(&mut tx, s, &connection, Some(&row), &raised, now_ms)? {
-                let held = held_by_outage(&mut tx, s, &connection, now_ms)?;
-                let alert =
-                    BreakerAlert { connection: connection.clone(), since_ms: row.opened_at_ms.unwrap_or(now_ms), held };
-                alerted(&mut tx, s, raise, &alert, now_ms)?;
-                sweep.alerts.push(alert);
-                row = raised;
-            }
-        }
-        if held == 0 {
-            continue;
-        }
-        let longest = tx
-            .query_opt(
-                &q(
-                    "SELECT id, subscriber FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
-                     ORDER BY held_since, id LIMIT 1",
-                    s,
-                ),
-                &[&connection],
-            )
-            .map_err(pg_error)?;
-        let Some(longest) = longest else { continue };
-        let (id, subscriber): (i64, String) = (col(&longest, "id")?, col(&longest, "subscriber")?);
-        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
-            && write_breaker(&mut tx, s, &connection, Some(&row), &next, now_ms)?
-        {
-            release_held(&mut tx, s, &connection, Some(id), now_ms)?;
-            sweep.woken.push(id);
-        }
+    connection: &str,
+) -> Result<Option<(i64, String)>, StoreError> {
+    let longest = tx
+        .query_opt(
+            &q(
+                "SELECT id, subscriber FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+                 ORDER BY held_since, id LIMIT 1",
+                s,
+            ),
+            &[&connection],
+        )
+        .map_err(pg_error)?;
+    match longest {
+        Some(r) => Ok(Some((col(&r, "id")?, col(&r, "subscriber")?))),
+        None => Ok(None),
     }
-    tx.commit().map_err(pg_error)?;
-    Ok(sweep)
 }

@@ -5,7 +5,7 @@
 use super::unnest::Columns;
 use super::versions::WRITER_VERSION;
 use super::{StoreError, col, pg_error, q};
-use jadpo_core::store::{BreakerAlert, EndedDelivery, NewDelivery, NewEvent, Raise};
+use jadpo_core::store::{EndedDelivery, NewDelivery, NewEvent, Raise};
 use postgres::Transaction;
 
 /// Store events and their deliveries, due at `now_ms`, in bulk (their ids taken
@@ -166,17 +166,6 @@ pub(super) fn given_up(
     now_ms: i64,
 ) -> Result<(), StoreError> {
     insert_events(tx, s, &raise.delivery_ended(ended), now_ms).map(drop)
-}
-
-/// An outage's alert was written on its breaker: store what that raises.
-pub(super) fn alerted(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    raise: &dyn Raise,
-    alert: &BreakerAlert,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    insert_events(tx, s, &raise.connection_unavailable(alert), now_ms).map(drop)
 }
 
 /// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that

@@ -2,16 +2,13 @@
 //! schema, in the application's own transaction), the listing of events with
 //! their deliveries, replays, and the counts `status` shows.
 
-use super::builtin::{DeliveryIds, insert_events_of};
+use super::builtin::DeliveryIds;
 use super::reads::{VIEW_COLUMNS, view_of};
 use super::schema::VERSION_WITH_VERSIONS;
 use super::unnest::Columns;
 use super::versions::WRITER_VERSION;
 use super::{StoreError, col, pg_error, q, state_of};
-use jadpo_core::store::{
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
-    NewEvent, Replay, UnexpandedEvent,
-};
+use jadpo_core::store::{DeliveryView, EventCounts, EventFilter, EventView, Expansion, NewDelivery, UnexpandedEvent};
 use postgres::{Client, GenericClient, Row, Transaction};
 use std::collections::HashSet;
 
@@ -65,52 +62,43 @@ fn delivery_counts(tx: &mut impl GenericClient, s: &str, event: &mut EventView) 
     Ok(())
 }
 
-pub(super) fn expand(
-    client: &mut Client,
-    s: &str,
-    now_ms: i64,
-    limit: usize,
-    expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-) -> Result<ExpandReport, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
-    // The events are locked as they are read, and events another process holds
-    // are skipped: processes expand different events, and never wait on each
-    // other's.
-    let rows = tx
-        .query(
-            &q(
-                "SELECT id, name, payload FROM {s}.events WHERE NOT expanded ORDER BY id LIMIT $1 \
-                 FOR UPDATE SKIP LOCKED",
-                s,
-            ),
-            &[&i64::try_from(limit).unwrap_or(i64::MAX)],
-        )
+/// Up to `limit` events not expanded yet, oldest first, locked as they are
+/// read; events another process holds are skipped: processes expand different
+/// events, and never wait on each other's.
+pub(super) fn unexpanded(tx: &mut Transaction<'_>, s: &str, limit: usize) -> Result<Vec<UnexpandedEvent>, StoreError> {
+    tx.query(
+        &q(
+            "SELECT id, name, payload FROM {s}.events WHERE NOT expanded ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+            s,
+        ),
+        &[&i64::try_from(limit).unwrap_or(i64::MAX)],
+    )
+    .map_err(pg_error)?
+    .iter()
+    .map(|r| Ok(UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? }))
+    .collect()
+}
+
+/// Whether any event waits to be expanded.
+pub(super) fn expansion_waiting(c: &mut Client, s: &str) -> Result<bool, StoreError> {
+    let row = c
+        .query_one(&q("SELECT EXISTS (SELECT 1 FROM {s}.events WHERE NOT expanded) AS waiting", s), &[])
         .map_err(pg_error)?;
-    if rows.is_empty() {
-        tx.commit().map_err(pg_error)?;
-        return Ok(ExpandReport::default());
-    }
-    let events = rows
-        .iter()
-        .map(|r| Ok(UnexpandedEvent { id: col(r, "id")?, name: col(r, "name")?, payload: col(r, "payload")? }))
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    let decided: Vec<Expansion> = events.iter().map(expand).collect();
-    let report = write_expansions(&mut tx, s, events, decided, now_ms)?;
-    tx.commit().map_err(pg_error)?;
-    Ok(report)
+    col(&row, "waiting")
 }
 
 /// Mark the events read as expanded (or invalid), each with the ids of its
 /// deliveries, and write those deliveries, in three statements. Each mark is
 /// guarded by itself as well as by the lock: an event found expanded already
-/// when it is written is not expanded again, nor given deliveries, nor reported.
+/// when it is written is not expanded again, nor given deliveries. Returns, in
+/// order, whether each was marked.
 pub(super) fn write_expansions(
     tx: &mut Transaction<'_>,
     s: &str,
-    events: Vec<UnexpandedEvent>,
-    decided: Vec<Expansion>,
+    events: &[UnexpandedEvent],
+    decided: &[Expansion],
     now_ms: i64,
-) -> Result<ExpandReport, StoreError> {
+) -> Result<Vec<bool>, StoreError> {
     let none: &[NewDelivery] = &[];
     let made = decided
         .iter()
@@ -151,18 +139,7 @@ pub(super) fn write_expansions(
         .collect::<Result<HashSet<i64>, _>>()?;
     drop(u);
     batch.insert(tx, s, &ids, |event| marked.contains(&event), now_ms)?;
-    let mut report = ExpandReport::default();
-    for (e, d) in events.into_iter().zip(decided).filter(|(e, _)| marked.contains(&e.id)) {
-        match d {
-            Expansion::Deliveries(deliveries) => {
-                report.expanded.push(Expanded { id: e.id, deliveries: deliveries.len() })
-            }
-            Expansion::Invalid { code, reason } => {
-                report.invalid.push(InvalidEvent { id: e.id, name: e.name, code, reason })
-            }
-        }
-    }
-    Ok(report)
+    Ok(ids.iter().map(|id| marked.contains(id)).collect())
 }
 
 pub(super) fn list(c: &mut Client, s: &str, filter: &EventFilter, schema: i64) -> Result<Vec<EventView>, StoreError> {
@@ -203,14 +180,6 @@ pub(super) fn one(
     let deliveries = tx.query(&sql, &[&id]).map_err(pg_error)?.iter().map(view_of).collect::<Result<Vec<_>, _>>()?;
     tx.commit().map_err(pg_error)?;
     Ok(Some((event, deliveries)))
-}
-
-pub(super) fn replay(client: &mut Client, s: &str, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
-    let events: Vec<(&NewEvent, Option<i64>)> = replays.iter().map(|r| (&r.event, Some(r.of))).collect();
-    let ids = insert_events_of(&mut tx, s, &events, now_ms)?;
-    tx.commit().map_err(pg_error)?;
-    Ok(ids)
 }
 
 pub(super) fn counts(c: &mut Client, s: &str) -> Result<EventCounts, StoreError> {

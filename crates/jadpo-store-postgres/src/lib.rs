@@ -27,6 +27,7 @@ mod outcomes;
 mod pauses;
 mod reads;
 mod retention;
+mod rows;
 mod schedules;
 pub mod schema;
 pub mod sharing;
@@ -35,13 +36,11 @@ mod versions;
 
 use connect::PgLocation;
 use jadpo_core::rules::Failure;
-use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{RowOf, count_of, failure_of, state_of};
 use jadpo_core::store::{
-    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport,
-    ClaimVerdict, ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport,
-    Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
-    ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
+    Access, AttemptRate, BreakerAction, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
+    DeliveryDetail, DeliveryFilter, DeliveryView, EventCounts, EventDetail, EventFilter, EventView, NewEvent,
+    OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, ScheduleSpec, StatusView, Store, StoreError, Views,
 };
 use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use postgres::Client;
@@ -303,18 +302,83 @@ fn q(sql: &str, s: &str) -> String {
     sql.replace("{s}", s)
 }
 
-impl Store for PgStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
-        let id = self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
-        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
-        Ok(id)
-    }
-
+impl Views for PgStore {
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
         if self.schema_version < schema::VERSION_WITH_VERSIONS {
             return Ok(None);
         }
         self.with_client(versions::latest)
+    }
+
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+        if self.schema_version < schema::VERSION_WITH_VERSIONS {
+            return Ok(Vec::new());
+        }
+        self.with_client(|c, s| versions::versions(c, s, live_since_ms))
+    }
+
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
+        self.with_client(versions::backlog)
+    }
+
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
+        self.with_client(|c, s| versions::past_budget(c, s, subscriber, attempts, window_cut_ms))
+    }
+
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.with_client(|c, s| console::deliveries(c, s, filter))
+    }
+
+    fn delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
+        let found = self.with_client(|c, s| reads::delivery(c, s, id))?;
+        Ok(found.map(|(delivery, attempts)| DeliveryDetail { delivery, attempts }))
+    }
+
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.with_client(|c, s| reads::status(c, s, now_ms))
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.with_client(|c, s| breakers::read_breakers(c, s, ""))
+    }
+
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.with_client(|c, s| pauses::knows_connection(c, s, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.with_client(|c, s| pauses::history(c, s, connection))
+    }
+
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.with_client(|c, s| retention::prune_preview(c, s, plan))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        let schema = self.schema_version;
+        self.with_client(|c, s| events::list(c, s, filter, schema))
+    }
+
+    fn event(&self, id: i64) -> Result<Option<EventDetail>, StoreError> {
+        let schema = self.schema_version;
+        let found = self.with_client(|c, s| events::one(c, s, id, schema))?;
+        Ok(found.map(|(event, deliveries)| EventDetail { event, deliveries }))
+    }
+
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.with_client(events::counts)
+    }
+
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
+        self.with_client(|c, s| console::attempt_rates(c, s, since_ms))
+    }
+}
+
+impl Store for PgStore {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
+        let id = self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
+        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
+        Ok(id)
     }
 
     fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
@@ -333,47 +397,12 @@ impl Store for PgStore {
         self.with_client(|c, s| versions::adopt(c, s, rows, now_ms))
     }
 
-    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
-        if self.schema_version < schema::VERSION_WITH_VERSIONS {
-            return Ok(Vec::new());
-        }
-        self.with_client(|c, s| versions::versions(c, s, live_since_ms))
-    }
-
-    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
-        self.with_client(versions::backlog)
-    }
-
-    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
-        self.with_client(|c, s| versions::past_budget(c, s, subscriber, attempts, window_cut_ms))
-    }
-
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.with_client(|c, s| outcomes::emit(c, s, events, now_ms))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.with_client(reads::next_due_ms)
-    }
-
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.with_client(|c, s| console::deliveries(c, s, filter))
-    }
-
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        self.with_client(|c, s| reads::delivery(c, s, id))
-    }
-
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-        self.with_client(|c, s| outcomes::retry(c, s, ids, now_ms))
-    }
-
-    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
-        self.with_client(|c, s| outcomes::skip(c, s, ids, now_ms))
-    }
-
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.with_client(|c, s| reads::status(c, s, now_ms))
     }
 
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
@@ -398,71 +427,12 @@ impl Store for PgStore {
         self.with_client(schedules::next_due_ms)
     }
 
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.with_client(|c, s| breakers::read_breakers(c, s, ""))
-    }
-
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
     }
 
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
-        self.with_client(|c, s| pauses::pause(c, s, connection, pause))
-    }
-
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError> {
-        self.with_client(|c, s| pauses::resume(c, s, connection, by, reason, now_ms))
-    }
-
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.with_client(|c, s| pauses::knows_connection(c, s, connection))
-    }
-
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        self.with_client(|c, s| pauses::history(c, s, connection))
-    }
-
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_client(|c, s| retention::prune_batch(c, s, plan))
-    }
-
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_client(|c, s| retention::prune_preview(c, s, plan))
-    }
-
-    // Events written in SQL, and the listing and replay of events.
-
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError> {
-        self.with_client(|c, s| events::expand(c, s, now_ms, limit, expand))
-    }
-
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        let schema = self.schema_version;
-        self.with_client(|c, s| events::list(c, s, filter, schema))
-    }
-
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        let schema = self.schema_version;
-        self.with_client(|c, s| events::one(c, s, id, schema))
-    }
-
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.with_client(|c, s| events::replay(c, s, replays, now_ms))
-    }
-
-    fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        self.with_client(events::counts)
     }
 
     fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -473,9 +443,7 @@ impl Store for PgStore {
         sharing::listen(self.location.clone(), self.stop_listening.clone(), wake)
     }
 
-    // jadpo's own events, stored in the transaction of the change that raises them.
-
-    fn claim_raising(
+    fn claim(
         &self,
         now_ms: i64,
         limit: usize,
@@ -485,7 +453,7 @@ impl Store for PgStore {
         self.with_prepared(|c, p, s| claims::claim(c, p, s, &self.claims, now_ms, limit, decide, raise))
     }
 
-    fn record_raising(
+    fn record(
         &self,
         outcomes: &[Recorded],
         raised: &[Vec<NewEvent>],
@@ -495,19 +463,6 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         self.with_prepared(|c, p, s| outcomes::record(c, p, s, outcomes, raised, raise))
-    }
-
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError> {
-        self.with_client(|c, s| breakers::sweep(c, s, now_ms, lease_until, raise))
-    }
-
-    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
-        self.with_client(|c, s| console::attempt_rates(c, s, since_ms))
     }
 }
 

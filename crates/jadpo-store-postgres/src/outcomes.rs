@@ -8,8 +8,9 @@ use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_err
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
-use jadpo_core::rules::{self, Decision, Failure};
-use jadpo_core::store::{NewEvent, Raise, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
+use jadpo_core::rules::{Decision, Failure, Record};
+use jadpo_core::store::rows::OperatorRow;
+use jadpo_core::store::{NewEvent, Raise, Recorded, end_reason_after_attempt};
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
@@ -184,7 +185,7 @@ fn count_outcomes(
             if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
                 rows.insert(&r.connection, Some(next));
                 if what == AfterAttempt::Closed {
-                    release_held(tx, s, &r.connection, None, r.ended_at_ms)?;
+                    release_held(tx, s, &r.connection, r.ended_at_ms)?;
                     recovered(tx, s, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
                 }
                 counted = true;
@@ -225,88 +226,69 @@ pub(super) fn record(
     Ok(written)
 }
 
-/// What an operator's retry or skip of delivery `id` is decided from: its state
-/// as stored (the update's guard), that state read, and its attempts; `None`
-/// when there is no such delivery.
-fn operator_subject(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    id: i64,
-) -> Result<Option<(String, DeliveryState, u32)>, StoreError> {
+/// A delivery's state and attempts, for an operator's action.
+pub(super) fn operator_row(tx: &mut Transaction<'_>, s: &str, id: i64) -> Result<Option<OperatorRow>, StoreError> {
     let Some(row) =
         tx.query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id]).map_err(pg_error)?
     else {
         return Ok(None);
     };
-    let seen: String = col(&row, "state")?;
-    let state = state_of(&seen)?;
-    let attempts = count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?;
-    Ok(Some((seen, state, attempts)))
+    Ok(Some(OperatorRow {
+        state: state_of(&col::<String>(&row, "state")?)?,
+        attempts: count_of(col(&row, "attempts")?, RowOf::Delivery(id), "attempts")?,
+    }))
 }
 
-/// An operator's skip of each id: ended `skipped` where the core allows it.
-pub(super) fn skip(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
-    let mut results = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let Some((seen, state, attempts)) = operator_subject(&mut tx, s, id)? else {
-            results.push(SkipResult::NotFound);
-            continue;
-        };
-        let Some(ended) = rules::operator_skip(&jadpo_core::store::retry_subject(state, attempts, now_ms)) else {
-            results.push(SkipResult::NotSkippable(state));
-            continue;
-        };
-        let n = tx
-            .execute(
-                &q(
-                    "UPDATE {s}.deliveries SET state = $3, due_at = NULL, lease_until = NULL, held_since = NULL, \
-                     held_connection = NULL, claimed_at = $4, end_reason = $5 WHERE id = $1 AND state = $2",
-                    s,
-                ),
-                &[&id, &seen, &ended.state.as_str(), &now_ms, &jadpo_core::store::END_SKIPPED],
-            )
-            .map_err(pg_error)?;
-        results.push(if n == 1 { SkipResult::Skipped } else { SkipResult::NotSkippable(state) });
-    }
-    tx.commit().map_err(pg_error)?;
-    Ok(results)
+/// An operator's skip of one delivery whose state was read as `seen`: ended
+/// as `ended`, only if the state is still the one read.
+pub(super) fn skip_one(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    id: i64,
+    seen: DeliveryState,
+    ended: DeliveryState,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    let n = tx
+        .execute(
+            &q(
+                "UPDATE {s}.deliveries SET state = $3, due_at = NULL, lease_until = NULL, held_since = NULL, \
+                 held_connection = NULL, claimed_at = $4, end_reason = $5 WHERE id = $1 AND state = $2",
+                s,
+            ),
+            &[&id, &seen.as_str(), &ended.as_str(), &now_ms, &jadpo_core::store::END_SKIPPED],
+        )
+        .map_err(pg_error)?;
+    Ok(n == 1)
 }
 
-pub(super) fn retry(client: &mut Client, s: &str, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-    let mut tx = client.transaction().map_err(pg_error)?;
-    let mut results = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let Some((seen, state, attempts)) = operator_subject(&mut tx, s, id)? else {
-            results.push(RetryResult::NotFound);
-            continue;
-        };
-        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
-        let Some(fresh) = rules::operator_retry(&record, now_ms) else {
-            results.push(RetryResult::NotRetryable(state));
-            continue;
-        };
-        let n = tx
-            .execute(
-                &q(
-                    "UPDATE {s}.deliveries SET state = $3, attempts = $4, due_at = $5, lease_until = NULL, \
-                     budget_start = $6, held_ms = $7, held_since = NULL, held_connection = NULL, last_code = NULL, \
-                     last_kind = NULL, last_reason = NULL, end_reason = NULL WHERE id = $1 AND state = $2",
-                    s,
-                ),
-                &[
-                    &id,
-                    &seen,
-                    &fresh.state.as_str(),
-                    &i64::from(fresh.attempts),
-                    &fresh.due_at_ms,
-                    &fresh.budget_start_ms,
-                    &fresh.held_ms,
-                ],
-            )
-            .map_err(pg_error)?;
-        results.push(if n == 1 { RetryResult::Retried } else { RetryResult::NotRetryable(state) });
-    }
-    tx.commit().map_err(pg_error)?;
-    Ok(results)
+/// An operator's retry of one delivery whose state was read as `seen`: the
+/// core's fresh record, written only if the state is still the one read.
+pub(super) fn retry_one(
+    tx: &mut Transaction<'_>,
+    s: &str,
+    id: i64,
+    seen: DeliveryState,
+    fresh: &Record,
+) -> Result<bool, StoreError> {
+    let n = tx
+        .execute(
+            &q(
+                "UPDATE {s}.deliveries SET state = $3, attempts = $4, due_at = $5, lease_until = NULL, \
+                 budget_start = $6, held_ms = $7, held_since = NULL, held_connection = NULL, last_code = NULL, \
+                 last_kind = NULL, last_reason = NULL, end_reason = NULL WHERE id = $1 AND state = $2",
+                s,
+            ),
+            &[
+                &id,
+                &seen.as_str(),
+                &fresh.state.as_str(),
+                &i64::from(fresh.attempts),
+                &fresh.due_at_ms,
+                &fresh.budget_start_ms,
+                &fresh.held_ms,
+            ],
+        )
+        .map_err(pg_error)?;
+    Ok(n == 1)
 }

@@ -14,8 +14,9 @@ use jadpo_check::program::{BreakerState, DeliveryState};
 use jadpo_core::claim::{Change, ClaimPlan, RowWrite};
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{ClaimDecision, Decision, Outcome};
-use jadpo_core::store::Expanded;
-use jadpo_core::store::{NewDelivery, NewEvent, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store};
+use jadpo_core::store::{
+    Actions, NewDelivery, NewEvent, NoRaise, OpenOptions, Recorded, RetryResult, ScheduleSpec, Store, Views,
+};
 use jadpo_test_support::PgDatabase;
 use postgres::Client;
 use std::time::{Duration, Instant};
@@ -158,13 +159,13 @@ fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
     db.meddle("UPDATE jadpo.deliveries SET state = 'running', attempts = 1, claimed_at = 1700000000000");
     // Another process takes the ended lease while this outcome is being written.
     let written = db.race("UPDATE jadpo.deliveries SET claimed_at = claimed_at + 40000", || {
-        store.record(&[recorded(T0)]).expect("record")
+        store.record(&[recorded(T0)], &[], &NoRaise).expect("record")
     });
     assert_eq!(written, Vec::<usize>::new());
     assert_eq!(db.row().0, "running");
     let attempts: i64 = db.client().query_one("SELECT count(*) FROM jadpo.attempts", &[]).expect("n").get(0);
     assert_eq!(attempts, 0, "no attempt row for an outcome that was not written");
-    assert_eq!(store.record(&[recorded(T0 + 40_000)]).expect("record"), vec![0]);
+    assert_eq!(store.record(&[recorded(T0 + 40_000)], &[], &NoRaise).expect("record"), vec![0]);
     assert_eq!(db.row().0, "succeeded");
     let mut c = db.client();
     let mut tx = c.transaction().expect("begin");
@@ -239,7 +240,7 @@ fn a_release_of_a_row_held_again_since_changes_nothing() {
     let release = |held_ms: i64, held_since: i64| {
         let mut c = db.client();
         let mut tx = c.transaction().expect("begin");
-        let row = breakers::HeldRow { id: 1, held_ms, held_since: Some(held_since) };
+        let row = jadpo_core::store::rows::HeldRow { id: 1, held_ms, held_since_ms: Some(held_since) };
         let took = breakers::release(&mut tx, "\"jadpo\"", &[row], T0 + 60_000).expect("release");
         tx.commit().expect("commit");
         took == 1
@@ -285,7 +286,7 @@ fn run_ids(store: &PgStore, now: i64, limit: usize) -> Vec<i64> {
         let attempt = c.record.attempts + 1;
         (ClaimDecision::Run { attempt, lease_until_ms: now + 60_000, lease_expired: false, failure: None }, None)
     };
-    store.claim(now, limit, &mut run).expect("claim").run.iter().map(|c| c.id).collect()
+    store.claim(now, limit, &mut run, &NoRaise).expect("claim").run.iter().map(|c| c.id).collect()
 }
 
 /// Store one `Paid` event with one delivery, due at `due`.
@@ -358,7 +359,8 @@ fn a_claim_reads_on_while_the_one_before_it_still_holds_its_rows() {
         let attempt = c.record.attempts + 1;
         (ClaimDecision::Run { attempt, lease_until_ms: T0 + 60_000, lease_expired: false, failure: None }, None)
     };
-    let first: Vec<i64> = store.claim(T0 + 5, 2, &mut deciding).expect("claim").run.iter().map(|c| c.id).collect();
+    let first: Vec<i64> =
+        store.claim(T0 + 5, 2, &mut deciding, &NoRaise).expect("claim").run.iter().map(|c| c.id).collect();
     assert_eq!(first, vec![1, 2]);
     assert_eq!(second, Some(vec![3, 4]), "read on after the rows the first holds");
     // A claim whose time is a little before the last read's (it took its time
@@ -436,11 +438,11 @@ fn a_store_migrated_from_handled_rows_and_the_index_by_event_keeps_its_history()
         .collect();
     assert_eq!(handled, vec![(1, Some(T0 + 5)), (2, None), (3, Some(T0 + 9))]);
     let ids = |event: i64| -> Vec<i64> {
-        let (_, deliveries) = store.event(event).expect("event").expect("found");
+        let deliveries = store.event(event).expect("event").expect("found").deliveries;
         deliveries.iter().map(|d| d.id).collect()
     };
     assert_eq!((ids(1), ids(2)), (vec![1, 2], vec![3]));
-    let (_, history) = store.delivery(3).expect("delivery").expect("found");
+    let history = store.delivery(3).expect("delivery").expect("found").attempts;
     assert_eq!(history.iter().map(|a| (a.attempt, a.duration_ms)).collect::<Vec<_>>(), vec![(1, 5), (2, 7)]);
     // An event stored after the migration names its delivery, whose id follows on.
     emit_due(&store, T0);
@@ -472,9 +474,9 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
     let to_rec = || {
         Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }])
     };
-    let report =
-        super::events::write_expansions(&mut tx, "\"jadpo\"", read, vec![to_rec(), to_rec()], T0).expect("write");
-    assert_eq!(report.expanded, vec![Expanded { id: 3, deliveries: 1 }], "only the event still waiting");
+    let marked =
+        super::events::write_expansions(&mut tx, "\"jadpo\"", &read, &[to_rec(), to_rec()], T0).expect("write");
+    assert_eq!(marked, vec![false, true], "only the event still waiting");
     let rows: Vec<(i64, Option<String>, Vec<i64>)> = tx
         .query("SELECT id, invalid_code, delivery_ids FROM jadpo.events WHERE id IN (2, 3) ORDER BY id", &[])
         .expect("events")

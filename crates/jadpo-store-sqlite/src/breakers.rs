@@ -1,13 +1,13 @@
-//! Breaker rows, one per connection, each change one conditional statement; the
-//! release of held deliveries; the tick's sweep (alerts, probes woken, releases).
+//! Breaker rows, one per connection, each change one conditional statement;
+//! held deliveries read and released.
 
-use super::builtin::alerted;
 use super::tx::Tx;
 use super::{Error, RowOf, StoreError, by_name, count_in, schema};
 use jadpo_check::program::BreakerState;
-use jadpo_core::rules::breaker::{self, BreakerRow, Pause};
+use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
-use jadpo_core::store::{BreakerAlert, BreakerSweep, BreakerView, Raise};
+use jadpo_core::store::BreakerView;
+use jadpo_core::store::rows::{HeldRow, HeldSet};
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
@@ -78,6 +78,7 @@ macro_rules! held_without_open_breaker {
 pub(super) use held_without_open_breaker;
 
 /// [`held_without_open_breaker`]'s condition.
+#[cfg(test)]
 pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = held_without_open_breaker!();
 
 /// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
@@ -276,16 +277,10 @@ pub(super) fn write_breaker(
     Ok(n == 1)
 }
 
-/// Release one held delivery at `now_ms`, as it was read (held since
-/// `held_since_ms`, held `held_ms` before): pending, due at once, its time held
-/// counted by the core's rule. Returns whether the row was as read and changed.
-pub(super) fn release_one(
-    tx: &Tx<'_>,
-    id: i64,
-    held_ms: i64,
-    held_since_ms: Option<i64>,
-    now_ms: i64,
-) -> Result<bool, Error> {
+/// Release one held delivery at `now_ms`, as it was read: pending, due at
+/// once, its time held counted by the core's rule. Returns whether the row was
+/// as read and changed.
+pub(super) fn release_one(tx: &Tx<'_>, row: &HeldRow, now_ms: i64) -> Result<bool, Error> {
     let n = by_name!().execute(
         &mut tx.prepare_cached(
             "UPDATE jadpo_deliveries SET state = 'pending', due_at = :now, held_ms = :held_ms_after, \
@@ -293,46 +288,53 @@ pub(super) fn release_one(
              WHERE id = :id AND state = 'held' AND held_ms = :held_ms AND held_since IS :held_since",
         )?,
         named_params! {
-            ":id": id,
+            ":id": row.id,
             ":now": now_ms,
-            ":held_ms": held_ms,
-            ":held_since": held_since_ms,
-            ":held_ms_after": hold::held_ms_after_release(held_ms, held_since_ms, now_ms),
+            ":held_ms": row.held_ms,
+            ":held_since": row.held_since_ms,
+            ":held_ms_after": hold::held_ms_after_release(row.held_ms, row.held_since_ms, now_ms),
         },
     )?;
     Ok(n == 1)
 }
 
-/// Release the held deliveries chosen by `filter` (a condition on held rows, its
-/// parameters in `args`), each by [`release_one`]. Returns how many.
-fn release_where(tx: &Tx<'_>, filter: &str, args: &[(&str, &dyn ToSql)], now_ms: i64) -> Result<u64, Error> {
-    let sql = format!("SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE state = 'held' AND {filter}");
-    let held: Vec<(i64, i64, Option<i64>)> = tx
-        .prepare_cached(&sql)?
-        .query_map(args, |r| Ok((r.get("id")?, r.get("held_ms")?, r.get("held_since")?)))?
-        .collect::<Result<_, _>>()?;
+/// The held deliveries of `which`.
+pub(super) fn held(tx: &Tx<'_>, which: HeldSet<'_>) -> Result<Vec<HeldRow>, Error> {
+    let of =
+        |r: &Row<'_>| Ok(HeldRow { id: r.get("id")?, held_ms: r.get("held_ms")?, held_since_ms: r.get("held_since")? });
+    let rows = match which {
+        HeldSet::Of { connection, one } => tx
+            .prepare_cached(
+                "SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE state = 'held' \
+                 AND held_connection = :connection AND (:one IS NULL OR id = :one)",
+            )?
+            .query_map(named_params! {":connection": connection, ":one": one}, of)?
+            .collect::<Result<_, _>>()?,
+        HeldSet::Unheld => tx
+            .prepare_cached(concat!(
+                "SELECT id, held_ms, held_since FROM jadpo_deliveries WHERE ",
+                held_without_open_breaker!()
+            ))?
+            .query_map([], of)?
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(rows)
+}
+
+/// Release the connection's held deliveries, due at `now_ms`. Returns how many.
+pub(super) fn release_held(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
     let mut released = 0;
-    for (id, held_ms, since) in held {
-        if release_one(tx, id, held_ms, since, now_ms)? {
+    for row in held(tx, HeldSet::Of { connection, one: None })? {
+        if release_one(tx, &row, now_ms)? {
             released += 1;
         }
     }
     Ok(released)
 }
 
-/// Release the connection's held deliveries (or only `one`), due at `now_ms`.
-pub(super) fn release_held(tx: &Tx<'_>, connection: &str, one: Option<i64>, now_ms: i64) -> Result<u64, Error> {
-    release_where(
-        tx,
-        "held_connection = :connection AND (:one IS NULL OR id = :one)",
-        named_params! {":connection": connection, ":one": one},
-        now_ms,
-    )
-}
-
 /// How many deliveries an outage of `connection` holds at `now_ms`: those held,
 /// and those due that its open breaker holds at their claim.
-fn held_by_outage(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
+pub(super) fn held_by_outage(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
     let n: i64 = tx
         .prepare_cached(
             "SELECT (SELECT count(*) FROM jadpo_deliveries WHERE state = 'held' AND held_connection = :c) + \
@@ -342,50 +344,13 @@ fn held_by_outage(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Err
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-pub(super) fn sweep(
-    conn: &mut Connection,
-    now_ms: i64,
-    lease_until: &dyn Fn(&str) -> i64,
-    raise: &dyn Raise,
-) -> Result<BreakerSweep, Error> {
-    let tx = Tx::immediate(conn)?;
-    super::pauses::end_pauses(&tx, now_ms)?;
-    let released = release_where(&tx, HELD_WITHOUT_OPEN_BREAKER, &[], now_ms)?;
-    let mut sweep = BreakerSweep { released, ..BreakerSweep::default() };
-    for view in read_breakers(&tx, SWEPT)? {
-        let BreakerView { connection, row, held } = view;
-        let mut row = row;
-        if breaker::alert_due(&row) {
-            let raised = breaker::alert_raised(&row);
-            if write_breaker(&tx, &connection, Some(&row), &raised, now_ms)? {
-                let alert = BreakerAlert {
-                    connection: connection.clone(),
-                    since_ms: row.opened_at_ms.unwrap_or(now_ms),
-                    held: held_by_outage(&tx, &connection, now_ms)?,
-                };
-                alerted(&tx, raise, &alert, now_ms)?;
-                sweep.alerts.push(alert);
-                row = raised;
-            }
-        }
-        if held == 0 {
-            continue;
-        }
-        let longest: Option<(i64, String)> = tx
-            .prepare_cached(
-                "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
-                 AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
-            )?
-            .query_row([&connection], |r| Ok((r.get("id")?, r.get("subscriber")?)))
-            .optional()?;
-        let Some((id, subscriber)) = longest else { continue };
-        if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
-            && write_breaker(&tx, &connection, Some(&row), &next, now_ms)?
-        {
-            release_held(&tx, &connection, Some(id), now_ms)?;
-            sweep.woken.push(id);
-        }
-    }
-    tx.commit()?;
-    Ok(sweep)
+/// The delivery `connection` has held longest, with its subscriber.
+pub(super) fn held_longest(tx: &Tx<'_>, connection: &str) -> Result<Option<(i64, String)>, Error> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
+             AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
+        )?
+        .query_row([connection], |r| Ok((r.get("id")?, r.get("subscriber")?)))
+        .optional()?)
 }

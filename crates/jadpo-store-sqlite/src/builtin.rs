@@ -4,7 +4,7 @@
 
 use super::Error;
 use super::tx::Tx;
-use jadpo_core::store::{BreakerAlert, EndedDelivery, NewEvent, Raise};
+use jadpo_core::store::{EndedDelivery, NewEvent, Raise};
 use rusqlite::params;
 
 /// The number of the version this connection stores its events with, if one is
@@ -43,11 +43,6 @@ pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Re
 /// A delivery a claim gave up (its statement matched): store what that raises.
 pub(super) fn given_up(tx: &Tx<'_>, raise: &dyn Raise, ended: &EndedDelivery<'_>, now_ms: i64) -> Result<(), Error> {
     insert_events(tx, &raise.delivery_ended(ended), now_ms).map(drop)
-}
-
-/// An outage's alert was written on its breaker: store what that raises.
-pub(super) fn alerted(tx: &Tx<'_>, raise: &dyn Raise, alert: &BreakerAlert, now_ms: i64) -> Result<(), Error> {
-    insert_events(tx, &raise.connection_unavailable(alert), now_ms).map(drop)
 }
 
 /// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that

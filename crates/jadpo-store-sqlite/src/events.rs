@@ -5,10 +5,7 @@ use super::reads::{view_columns, view_of};
 use super::schema::VERSION_WITH_VERSIONS;
 use super::tx::Tx;
 use super::{Error, state_of};
-use jadpo_core::store::{
-    DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expanded, Expansion, InvalidEvent, NewDelivery,
-    Replay, UnexpandedEvent,
-};
+use jadpo_core::store::{DeliveryView, EventCounts, EventFilter, EventView, NewDelivery};
 use rusqlite::{Connection, Row, named_params, params};
 
 /// The columns of an event as listed; `states` is false on a store older than
@@ -59,7 +56,12 @@ fn delivery_counts(tx: &Tx<'_>, event: &mut EventView) -> Result<(), Error> {
 }
 
 /// Write an event's deliveries, due at once with a fresh budget.
-fn insert_deliveries(tx: &Tx<'_>, event_id: i64, deliveries: &[NewDelivery], now_ms: i64) -> Result<(), Error> {
+pub(super) fn insert_deliveries(
+    tx: &Tx<'_>,
+    event_id: i64,
+    deliveries: &[NewDelivery],
+    now_ms: i64,
+) -> Result<(), Error> {
     let mut del = tx.prepare_cached(
         "INSERT INTO jadpo_deliveries (event_id, subscriber, connection, state, \
          attempts, due_at, budget_start, held_ms, created_at, order_key) \
@@ -74,7 +76,7 @@ fn insert_deliveries(tx: &Tx<'_>, event_id: i64, deliveries: &[NewDelivery], now
 /// Mark an event expanded (invalid with `code` and `reason` when given), only
 /// while it is not yet: returns whether it was, and so whether its deliveries
 /// are this caller's to write.
-fn mark_expanded(tx: &Tx<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
+pub(super) fn mark_expanded(tx: &Tx<'_>, id: i64, code: Option<&str>, reason: Option<&str>) -> Result<bool, Error> {
     let marked = tx
         .prepare_cached(
             "UPDATE jadpo_events SET expanded = 1, invalid_code = ?2, invalid_reason = ?3, \
@@ -82,53 +84,6 @@ fn mark_expanded(tx: &Tx<'_>, id: i64, code: Option<&str>, reason: Option<&str>)
         )?
         .execute(params![id, code, reason])?;
     Ok(marked == 1)
-}
-
-pub(super) fn expand(
-    conn: &mut Connection,
-    now_ms: i64,
-    limit: usize,
-    expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-) -> Result<ExpandReport, Error> {
-    // A read first, outside any write transaction: a store with nothing to expand
-    // (the usual case) costs its writers no lock.
-    let waiting: bool = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM jadpo_events WHERE expanded = 0)")?
-        .query_row([], |r| r.get(0))?;
-    let mut report = ExpandReport::default();
-    if !waiting {
-        return Ok(report);
-    }
-    let tx = Tx::immediate(conn)?;
-    let found: Vec<UnexpandedEvent> = {
-        let mut stmt =
-            tx.prepare_cached("SELECT id, name, payload FROM jadpo_events WHERE expanded = 0 ORDER BY id LIMIT ?1")?;
-        let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
-            Ok(UnexpandedEvent { id: r.get(0)?, name: r.get(1)?, payload: r.get(2)? })
-        })?;
-        rows.collect::<Result<_, _>>()?
-    };
-    for e in found {
-        let decided = expand(&e);
-        let (code, reason) = match &decided {
-            Expansion::Deliveries(_) => (None, None),
-            Expansion::Invalid { code, reason } => (Some(code.as_str()), Some(reason.as_str())),
-        };
-        if !mark_expanded(&tx, e.id, code, reason)? {
-            continue;
-        }
-        match decided {
-            Expansion::Deliveries(deliveries) => {
-                insert_deliveries(&tx, e.id, &deliveries, now_ms)?;
-                report.expanded.push(Expanded { id: e.id, deliveries: deliveries.len() });
-            }
-            Expansion::Invalid { code, reason } => {
-                report.invalid.push(InvalidEvent { id: e.id, name: e.name, code, reason })
-            }
-        }
-    }
-    tx.commit()?;
-    Ok(report)
 }
 
 pub(super) fn list(
@@ -200,23 +155,6 @@ pub(super) fn one(
         }
     }
     Ok(Some((event, deliveries)))
-}
-
-pub(super) fn replay(conn: &mut Connection, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, Error> {
-    let tx = Tx::immediate(conn)?;
-    let mut ids = Vec::with_capacity(replays.len());
-    for r in replays {
-        tx.prepare_cached(
-            "INSERT INTO jadpo_events (name, payload, emitted_at, replay_of, version) \
-             VALUES (?1, ?2, ?3, ?4, (SELECT version FROM temp.jadpo_writer))",
-        )?
-        .execute(params![r.event.name, r.event.payload, now_ms, r.of])?;
-        let id = tx.last_insert_rowid();
-        insert_deliveries(&tx, id, &r.event.deliveries, now_ms)?;
-        ids.push(id);
-    }
-    tx.commit()?;
-    Ok(ids)
 }
 
 pub(super) fn counts(conn: &mut Connection, states: bool) -> Result<EventCounts, Error> {

@@ -22,6 +22,7 @@ mod outcomes;
 mod pauses;
 mod reads;
 mod retention;
+mod rows;
 mod schedules;
 mod schema;
 mod sharing;
@@ -31,13 +32,12 @@ mod versions;
 pub use schema::APPLICATION_ID;
 
 use jadpo_core::rules::Failure;
-use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::store::columns::{Count, RowOf, count_of, failure_of, not_a_count, state_of};
 use jadpo_core::store::{
-    Access, AttemptRate, AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimAt, ClaimCandidate, ClaimReport,
-    ClaimVerdict, ClaimedSchedule, DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport,
-    Expansion, NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult,
-    ScheduleSpec, SkipResult, StatusView, Store, StoreError, UnexpandedEvent,
+    Access, AttemptRate, BreakerAction, BreakerView, ClaimAt, ClaimCandidate, ClaimReport, ClaimVerdict,
+    ClaimedSchedule, DeliveryDetail, DeliveryFilter, DeliveryView, EventCounts, EventDetail, EventFilter, EventView,
+    NewEvent, OpenOptions, PruneCounts, PrunePlan, Raise, Recorded, RecordedThenClaimed, ScheduleSpec, StatusView,
+    Store, StoreError, Views,
 };
 use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use rusqlite::types::{ToSql, ValueRef};
@@ -583,16 +583,90 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
-impl Store for SqliteStore {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
-        self.with_retry(|conn| versions::record(conn, version, now_ms, run))
-    }
-
+impl Views for SqliteStore {
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
         if self.version < schema::VERSION_WITH_VERSIONS {
             return Ok(None);
         }
         self.with_retry(versions::latest)
+    }
+
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+        if self.version < schema::VERSION_WITH_VERSIONS {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| versions::versions(conn, live_since_ms))
+    }
+
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
+        self.with_retry(versions::backlog)
+    }
+
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
+        self.with_retry(|conn| versions::past_budget(conn, subscriber, attempts, window_cut_ms))
+    }
+
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        let version = self.version;
+        self.with_retry(|conn| console::deliveries(conn, filter, version))
+    }
+
+    fn delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
+        let version = self.version;
+        let found = self.with_retry(|conn| reads::delivery(conn, id, version))?;
+        Ok(found.map(|(delivery, attempts)| DeliveryDetail { delivery, attempts }))
+    }
+
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        let version = self.version;
+        self.with_retry(|conn| reads::status(conn, now_ms, version))
+    }
+
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        let version = self.version;
+        self.with_retry(|conn| reads::breakers(conn, version))
+    }
+
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.with_retry(|conn| pauses::knows_connection(conn, connection))
+    }
+
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        if !self.has_pauses() {
+            return Ok(Vec::new());
+        }
+        self.with_retry(|conn| pauses::history(conn, connection))
+    }
+
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        let version = self.version;
+        self.with_retry(|conn| retention::prune_preview(conn, plan, version))
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        let (states, version) = (self.has_event_states(), self.version);
+        self.with_retry(|conn| events::list(conn, filter, states, version))
+    }
+
+    fn event(&self, id: i64) -> Result<Option<EventDetail>, StoreError> {
+        let (states, version) = (self.has_event_states(), self.version);
+        let found = self.with_retry(|conn| events::one(conn, id, states, version))?;
+        Ok(found.map(|(event, deliveries)| EventDetail { event, deliveries }))
+    }
+
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        let states = self.has_event_states();
+        self.with_retry(|conn| events::counts(conn, states))
+    }
+
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
+        self.with_retry(|conn| console::attempt_rates(conn, since_ms))
+    }
+}
+
+impl Store for SqliteStore {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
+        self.with_retry(|conn| versions::record(conn, version, now_ms, run))
     }
 
     fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
@@ -611,21 +685,6 @@ impl Store for SqliteStore {
         self.with_retry(|conn| versions::adopt(conn, rows, now_ms))
     }
 
-    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
-        if self.version < schema::VERSION_WITH_VERSIONS {
-            return Ok(Vec::new());
-        }
-        self.with_retry(|conn| versions::versions(conn, live_since_ms))
-    }
-
-    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
-        self.with_retry(versions::backlog)
-    }
-
-    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
-        self.with_retry(|conn| versions::past_budget(conn, subscriber, attempts, window_cut_ms))
-    }
-
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.with_retry(|conn| outcomes::emit(conn, events, now_ms))
     }
@@ -633,29 +692,6 @@ impl Store for SqliteStore {
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         let keys = self.version >= schema::VERSION_WITH_KEYS;
         self.with_retry(|conn| reads::next_due_ms(conn, keys))
-    }
-
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        let version = self.version;
-        self.with_retry(|conn| console::deliveries(conn, filter, version))
-    }
-
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        let version = self.version;
-        self.with_retry(|conn| reads::delivery(conn, id, version))
-    }
-
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-        self.with_retry(|conn| outcomes::retry(conn, ids, now_ms))
-    }
-
-    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
-        self.with_retry(|conn| outcomes::skip(conn, ids, now_ms))
-    }
-
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        let version = self.version;
-        self.with_retry(|conn| reads::status(conn, now_ms, version))
     }
 
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
@@ -680,77 +716,12 @@ impl Store for SqliteStore {
         self.with_retry(schedules::next_due_ms)
     }
 
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        let version = self.version;
-        self.with_retry(|conn| reads::breakers(conn, version))
-    }
-
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
     }
 
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
-        self.with_retry(|conn| pauses::pause(conn, connection, pause))
-    }
-
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError> {
-        self.with_retry(|conn| pauses::resume(conn, connection, by, reason, now_ms))
-    }
-
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.with_retry(|conn| pauses::knows_connection(conn, connection))
-    }
-
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        if !self.has_pauses() {
-            return Ok(Vec::new());
-        }
-        self.with_retry(|conn| pauses::history(conn, connection))
-    }
-
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_retry(|conn| retention::prune_batch(conn, plan))
-    }
-
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        let version = self.version;
-        self.with_retry(|conn| retention::prune_preview(conn, plan, version))
-    }
-
-    // Events written in SQL, and the listing and replay of events.
-
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError> {
-        self.with_retry(|conn| events::expand(conn, now_ms, limit, expand))
-    }
-
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        let (states, version) = (self.has_event_states(), self.version);
-        self.with_retry(|conn| events::list(conn, filter, states, version))
-    }
-
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        let (states, version) = (self.has_event_states(), self.version);
-        self.with_retry(|conn| events::one(conn, id, states, version))
-    }
-
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.with_retry(|conn| events::replay(conn, replays, now_ms))
-    }
-
-    fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        let states = self.has_event_states();
-        self.with_retry(|conn| events::counts(conn, states))
     }
 
     fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -761,9 +732,7 @@ impl Store for SqliteStore {
         sharing::listen(wake)
     }
 
-    // jadpo's own events, stored in the transaction of the change that raises them.
-
-    fn claim_raising(
+    fn claim(
         &self,
         now_ms: i64,
         limit: usize,
@@ -773,7 +742,7 @@ impl Store for SqliteStore {
         self.with_retry(|conn| claims::claim(conn, now_ms, limit, decide, raise))
     }
 
-    fn record_raising(
+    fn record(
         &self,
         outcomes: &[Recorded],
         raised: &[Vec<NewEvent>],
@@ -785,40 +754,27 @@ impl Store for SqliteStore {
         self.with_retry(|conn| outcomes::record(conn, outcomes, raised, raise))
     }
 
-    fn record_then_claim_raising(
+    fn record_then_claim(
         &self,
         outcomes: &[Recorded],
         raised: &[Vec<NewEvent>],
         claim: ClaimAt,
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
-    ) -> Result<(Vec<usize>, ClaimReport), StoreError> {
+    ) -> Result<RecordedThenClaimed, StoreError> {
         self.with_retry(|conn| {
             let tx = Tx::immediate(conn)?;
             // The outcomes first: a claim then reads their breakers' counts, and
             // the keys their deliveries held free.
             let written = outcomes::record_in(&tx, outcomes, raised, raise)?;
-            let report = claims::claim_in(&tx, claim.now_ms, claim.limit, decide, raise)?;
+            let claimed = claims::claim_in(&tx, claim.now_ms, claim.limit, decide, raise)?;
             tx.commit()?;
-            Ok((written, report))
+            Ok(RecordedThenClaimed { written, claimed })
         })
     }
 
     fn one_writer(&self) -> bool {
         true
-    }
-
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError> {
-        self.with_retry(|conn| breakers::sweep(conn, now_ms, lease_until, raise))
-    }
-
-    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
-        self.with_retry(|conn| console::attempt_rates(conn, since_ms))
     }
 }
 

@@ -1,14 +1,16 @@
 //! Writes that are not claims: emitted events, attempts' outcomes (with the
-//! breaker's count), and operator retries.
+//! breaker's count), and an operator's retry or skip of one delivery.
 
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
 use super::tx::Tx;
 use super::{Error, RowOf, count_at, state_of};
+use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
-use jadpo_core::rules::{self, Decision, Failure, Record};
+use jadpo_core::rules::{Decision, Failure, Record};
 use jadpo_core::store::Raise;
-use jadpo_core::store::{NewEvent, Recorded, RetryResult, SkipResult, end_reason_after_attempt};
+use jadpo_core::store::rows::OperatorRow;
+use jadpo_core::store::{NewEvent, Recorded, end_reason_after_attempt};
 use rusqlite::{Connection, Statement, ToSql, named_params, params};
 use rustc_hash::FxHashMap;
 
@@ -206,7 +208,7 @@ pub(super) fn record_in(
         let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
         if next != old && write_breaker(tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
             if what == AfterAttempt::Closed {
-                release_held(tx, &r.connection, None, r.ended_at_ms)?;
+                release_held(tx, &r.connection, r.ended_at_ms)?;
                 recovered(tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
             }
             breakers.insert(&r.connection, Some(next));
@@ -217,9 +219,9 @@ pub(super) fn record_in(
     Ok(written)
 }
 
-/// An operator's retry of one delivery whose state was read as `seen_state`:
-/// the core's fresh record, written only if the state is still the one read.
-pub(super) fn retry_one(tx: &Tx<'_>, id: i64, seen_state: &str, fresh: &Record) -> Result<bool, Error> {
+/// An operator's retry of one delivery whose state was read as `seen`: the
+/// core's fresh record, written only if the state is still the one read.
+pub(super) fn retry_one(tx: &Tx<'_>, id: i64, seen: DeliveryState, fresh: &Record) -> Result<bool, Error> {
     let n = tx
         .prepare_cached(
             "UPDATE jadpo_deliveries SET state = :state, attempts = :attempts, due_at = :due_at, \
@@ -229,7 +231,7 @@ pub(super) fn retry_one(tx: &Tx<'_>, id: i64, seen_state: &str, fresh: &Record) 
         )?
         .execute(named_params! {
             ":id": id,
-            ":seen_state": seen_state,
+            ":seen_state": seen.as_str(),
             ":state": fresh.state.as_str(),
             ":attempts": fresh.attempts,
             ":due_at": fresh.due_at_ms,
@@ -239,66 +241,37 @@ pub(super) fn retry_one(tx: &Tx<'_>, id: i64, seen_state: &str, fresh: &Record) 
     Ok(n == 1)
 }
 
-/// A delivery's state as written and its attempts, for an operator's action.
-fn state_and_attempts(tx: &Tx<'_>, id: i64) -> Result<Option<(String, u32)>, Error> {
+/// An operator's skip of one delivery whose state was read as `seen`: ended
+/// as `ended`, only if the state is still the one read.
+pub(super) fn skip_one(
+    tx: &Tx<'_>,
+    id: i64,
+    seen: DeliveryState,
+    ended: DeliveryState,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE jadpo_deliveries SET state = :state, due_at = NULL, lease_until = NULL, held_since = NULL, \
+             held_connection = NULL, claimed_at = :now, end_reason = :end_reason \
+             WHERE id = :id AND state = :seen_state",
+        )?
+        .execute(named_params! {
+            ":id": id, ":seen_state": seen.as_str(), ":state": ended.as_str(), ":now": now_ms,
+            ":end_reason": jadpo_core::store::END_SKIPPED,
+        })?;
+    Ok(n == 1)
+}
+
+/// A delivery's state and attempts, for an operator's action.
+pub(super) fn state_and_attempts(tx: &Tx<'_>, id: i64) -> Result<Option<OperatorRow>, Error> {
     let mut stmt = tx.prepare_cached("SELECT state, attempts FROM jadpo_deliveries WHERE id = ?1")?;
     let mut rows = stmt.query([id])?;
     Ok(match rows.next()? {
-        Some(r) => Some((r.get::<_, String>("state")?, count_at(r, "attempts", RowOf::Delivery(id))?)),
+        Some(r) => Some(OperatorRow {
+            state: state_of(&r.get::<_, String>("state")?)?,
+            attempts: count_at(r, "attempts", RowOf::Delivery(id))?,
+        }),
         None => None,
     })
-}
-
-/// An operator's skip of each id: ended `skipped` where the core allows it.
-pub(super) fn skip(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, Error> {
-    let tx = Tx::immediate(conn)?;
-    let mut results = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let Some((seen_state, attempts)) = state_and_attempts(&tx, id)? else {
-            results.push(SkipResult::NotFound);
-            continue;
-        };
-        let state = state_of(&seen_state)?;
-        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
-        let Some(ended) = rules::operator_skip(&record) else {
-            results.push(SkipResult::NotSkippable(state));
-            continue;
-        };
-        let n = tx
-            .prepare_cached(
-                "UPDATE jadpo_deliveries SET state = :state, due_at = NULL, lease_until = NULL, held_since = NULL, \
-                 held_connection = NULL, claimed_at = :now, end_reason = :end_reason \
-                 WHERE id = :id AND state = :seen_state",
-            )?
-            .execute(named_params! {
-                ":id": id, ":seen_state": seen_state, ":state": ended.state.as_str(), ":now": now_ms,
-                ":end_reason": jadpo_core::store::END_SKIPPED,
-            })?;
-        results.push(if n == 1 { SkipResult::Skipped } else { SkipResult::NotSkippable(state) });
-    }
-    tx.commit()?;
-    Ok(results)
-}
-
-pub(super) fn retry(conn: &mut Connection, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, Error> {
-    let tx = Tx::immediate(conn)?;
-    let mut results = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let row = state_and_attempts(&tx, id)?;
-        let Some((seen_state, attempts)) = row else {
-            results.push(RetryResult::NotFound);
-            continue;
-        };
-        let state = state_of(&seen_state)?;
-        let record = jadpo_core::store::retry_subject(state, attempts, now_ms);
-        let Some(fresh) = rules::operator_retry(&record, now_ms) else {
-            results.push(RetryResult::NotRetryable(state));
-            continue;
-        };
-        // The history keeps the earlier attempts: it is keyed by its own id.
-        let retried = retry_one(&tx, id, &seen_state, &fresh)?;
-        results.push(if retried { RetryResult::Retried } else { RetryResult::NotRetryable(state) });
-    }
-    tx.commit()?;
-    Ok(results)
 }

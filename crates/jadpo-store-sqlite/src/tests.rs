@@ -11,7 +11,8 @@ use jadpo_core::claim::{RowWrite, Seen};
 use jadpo_core::rules::ClaimDecision;
 use jadpo_core::rules::breaker::BreakerRow;
 use jadpo_core::rules::{Decision, Failure, Outcome, Record};
-use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
+use jadpo_core::store::rows::HeldRow;
+use jadpo_core::store::{NewDelivery, NewEvent, NoRaise, Recorded, Store, Views};
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -123,7 +124,7 @@ fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
     assert!(write(&s, |tx| claim_write(tx, &run)));
     // Another process took the ended lease: same attempt number, a later claim.
     meddle(&s, "UPDATE jadpo_deliveries SET claimed_at = claimed_at + 40000");
-    assert_eq!(s.record(&[recorded(T0)]).expect("record"), Vec::<usize>::new());
+    assert_eq!(s.record(&[recorded(T0)], &[], &NoRaise).expect("record"), Vec::<usize>::new());
     assert_eq!(row(&s).0, "running");
     let attempts: i64 = s.lock().query_row("SELECT count(*) FROM jadpo_attempts", [], |r| r.get(0)).expect("count");
     assert_eq!(attempts, 0, "no attempt row for an outcome that was not written");
@@ -138,9 +139,9 @@ fn an_operator_retry_of_a_row_changed_since_changes_nothing() {
     let fresh = Record::new(T0 + 10);
     // Read as failed; another operator's retry made it pending meanwhile.
     meddle(&s, "UPDATE jadpo_deliveries SET state = 'pending', attempts = 0");
-    assert!(!write(&s, |tx| outcomes::retry_one(tx, 1, "failed", &fresh)).expect("retry"));
+    assert!(!write(&s, |tx| outcomes::retry_one(tx, 1, DeliveryState::Failed, &fresh)).expect("retry"));
     meddle(&s, "UPDATE jadpo_deliveries SET state = 'failed', attempts = 3");
-    assert!(write(&s, |tx| outcomes::retry_one(tx, 1, "failed", &fresh)).expect("retry"));
+    assert!(write(&s, |tx| outcomes::retry_one(tx, 1, DeliveryState::Failed, &fresh)).expect("retry"));
 }
 
 #[test]
@@ -191,9 +192,23 @@ fn a_release_of_a_row_held_again_since_changes_nothing() {
     assert!(write(&s, |tx| claim_write(tx, &ClaimDecision::Hold { lease_expired: false, failure: None })));
     // Released and held again by others since it was read as held from T0.
     meddle(&s, "UPDATE jadpo_deliveries SET held_since = held_since + 5000");
-    assert!(!write(&s, |tx| breakers::release_one(tx, 1, 0, Some(T0), T0 + 60_000)).expect("release"));
+    assert!(
+        !write(&s, |tx| breakers::release_one(
+            tx,
+            &HeldRow { id: 1, held_ms: 0, held_since_ms: Some(T0) },
+            T0 + 60_000
+        ))
+        .expect("release")
+    );
     assert_eq!(row(&s).0, DeliveryState::Held.as_str());
-    assert!(write(&s, |tx| breakers::release_one(tx, 1, 0, Some(T0 + 5_000), T0 + 60_000)).expect("release"));
+    assert!(
+        write(&s, |tx| breakers::release_one(
+            tx,
+            &HeldRow { id: 1, held_ms: 0, held_since_ms: Some(T0 + 5_000) },
+            T0 + 60_000
+        ))
+        .expect("release")
+    );
     let held_ms: i64 = s.lock().query_row("SELECT held_ms FROM jadpo_deliveries", [], |r| r.get(0)).expect("held");
     assert_eq!(held_ms, 55_000);
 }

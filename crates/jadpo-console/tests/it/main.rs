@@ -12,7 +12,7 @@ use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_console::{Console, READ_ONLY, Settings};
 use jadpo_core::clock::{Clock, VirtualClock};
 use jadpo_core::rules::{self, Decision, FailedBecause, Outcome, breaker};
-use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
+use jadpo_core::store::{DeliveryDetail, EventDetail, NewDelivery, NewEvent, NoRaise, Recorded, Store};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -72,10 +72,15 @@ pub fn paid(n: usize) -> NewEvent {
 pub fn attempt_all(store: &dyn Store, now: i64, failing: &str, code: &str) {
     let budget = Budget::default();
     let report = store
-        .claim(now, 1_000, &mut |c| {
-            let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, 1_000);
-            breaker::decide_at_claim(d, &c.breaker, c.id, now)
-        })
+        .claim(
+            now,
+            1_000,
+            &mut |c| {
+                let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, 1_000);
+                breaker::decide_at_claim(d, &c.breaker, c.id, now)
+            },
+            &NoRaise,
+        )
         .expect("claim");
     let records: Vec<Recorded> = report
         .run
@@ -99,7 +104,7 @@ pub fn attempt_all(store: &dyn Store, now: i64, failing: &str, code: &str) {
             }
         })
         .collect();
-    store.record(&records).expect("record");
+    store.record(&records, &[], &NoRaise).expect("record");
 }
 
 /// A console over `store` at [`T0`]'s clock, with the tests' program.
@@ -183,7 +188,7 @@ pub fn four_events(f: &Fixture) -> Arc<dyn Store> {
 }
 
 fn state_of(store: &dyn Store, id: i64) -> DeliveryState {
-    store.delivery(id).expect("read").expect("the delivery").0.state
+    store.delivery(id).expect("read").expect("the delivery").delivery.state
 }
 
 fn ids(v: &Value) -> Vec<i64> {
@@ -237,9 +242,9 @@ fn the_api_has_the_commands_shapes(f: &Fixture) {
     assert_eq!(status, jadpo_console::views::status_json(&view));
     assert_eq!(status["states"]["failed"], 4);
     assert_eq!(status["states"]["succeeded"], 4);
-    let (d, h) = store.delivery(2).expect("read").expect("delivery 2");
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(2).expect("read").expect("delivery 2");
     assert_eq!(get(&c, "/api/deliveries/2").json(), jadpo_console::views::delivery_with_history_json(&d, &h));
-    let (e, ds) = store.event(1).expect("read").expect("event 1");
+    let EventDetail { event: e, deliveries: ds } = store.event(1).expect("read").expect("event 1");
     assert_eq!(get(&c, "/api/events/1").json(), jadpo_console::views::event_with_deliveries_json(&e, &ds));
     let rates = get(&c, "/api/rates").json();
     assert_eq!(rates, serde_json::json!([{"minute": "2023-11-14T22:13:00Z", "succeeded": 4, "failed": 4}]));
@@ -395,7 +400,7 @@ fn an_event_is_replayed(f: &Fixture) {
     let got = post_form(&c, "/events/1/replay", "subscriber=mailing");
     assert_eq!(got.status, StatusCode::SEE_OTHER, "{}", got.body);
     assert_eq!(got.header("location"), "/events/5?done=replay&of=1");
-    let (e, ds) = store.event(5).expect("read").expect("the replay");
+    let EventDetail { event: e, deliveries: ds } = store.event(5).expect("read").expect("the replay");
     assert_eq!(e.replay_of, Some(1));
     assert_eq!(ds.iter().map(|d| d.subscriber.as_str()).collect::<Vec<_>>(), vec!["mailing"]);
     assert!(get(&c, "/events/5?done=replay&of=1").body.contains("This event replays event #1."));
@@ -416,8 +421,9 @@ fn a_replay_by_filter_confirms_its_count_then_replays_oldest_first(f: &Fixture) 
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     assert_eq!(done.header("location"), "/events?name=Paid&done=replayed&n=4");
     assert!(get(&c, "/events?name=Paid&done=replayed&n=4").body.contains("Replayed 4 events as new events."));
-    let replays: Vec<(i64, Option<i64>)> =
-        (6..=9).map(|id| store.event(id).expect("read").map(|(e, _)| (e.id, e.replay_of)).expect("a replay")).collect();
+    let replays: Vec<(i64, Option<i64>)> = (6..=9)
+        .map(|id| store.event(id).expect("read").map(|d| (d.event.id, d.event.replay_of)).expect("a replay"))
+        .collect();
     assert_eq!(replays, vec![(6, Some(1)), (7, Some(2)), (8, Some(3)), (9, Some(4))]);
     assert!(store.event(10).expect("read").is_none());
     // Replays are left out of the next replay by filter.

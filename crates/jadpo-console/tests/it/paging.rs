@@ -12,7 +12,7 @@
 //! five times and the median shown, with SQLite's plan for it.
 
 use jadpo_check::program::DeliveryState;
-use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, Store};
+use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, Store, Views};
 use jadpo_store_sqlite::SqliteStore;
 use std::time::{Duration, Instant};
 

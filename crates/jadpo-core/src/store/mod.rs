@@ -13,10 +13,12 @@
 
 pub mod columns;
 mod raise;
+pub mod rows;
 
 pub use raise::{EndedDelivery, NoRaise, OrphanedDelivery, Raise};
+pub use rows::{Actions, Rows, Transact};
 
-use crate::rules::breaker::{BreakerRow, Pause};
+use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
 use crate::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use jadpo_check::program::DeliveryState;
@@ -188,6 +190,13 @@ pub enum StoreError {
     Database {
         /// The driver's words (PostgreSQL's prefixed by its SQLSTATE).
         message: String,
+    },
+    /// Other processes kept changing a row under an operator's change, past
+    /// every try ([`rows::CHANGE_TRIES`]); nothing was changed.
+    #[error("{what}; no change was made")]
+    Contended {
+        /// What kept changing, and under which change.
+        what: String,
     },
     /// A row that does not read back as this build wrote it.
     #[error("corrupt store row: {0}")]
@@ -787,15 +796,78 @@ pub struct EventCounts {
 /// What `jadpoc status`, the console and its API show at `now_ms`: the counts of
 /// [`Store::status`], with the events' ([`Store::event_counts`]) and the
 /// program versions with the processes running each ([`Store::versions`]).
-pub fn status_now(store: &dyn Store, now_ms: i64) -> Result<StatusView, StoreError> {
+pub fn status_now(store: &dyn Views, now_ms: i64) -> Result<StatusView, StoreError> {
     let mut status = store.status(now_ms)?;
     status.events = store.event_counts()?;
     status.versions = store.versions(now_ms.saturating_sub(crate::rules::ms_i64(crate::version::PROCESS_LIVE_MS)))?;
     Ok(status)
 }
 
-/// The store's operations; each call is one transaction.
-pub trait Store: Send + Sync {
+/// What a store shows: reads only, each in one transaction. A store opened
+/// to read (`jadpoc status`, `deliveries`, `breakers`, a console beside a run) is
+/// one of these and nothing more, so it cannot claim or change a row.
+pub trait Views: Send + Sync {
+    /// The version the last run started with, else (no run has started) the
+    /// one kept last, if any.
+    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError>;
+
+    /// The versions kept, newest first, each with the processes seen since
+    /// `live_since_ms` that run it and its deliveries in flight.
+    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError>;
+
+    /// Deliveries not ended, counted by subscriber, connection and state, with
+    /// the oldest's creation.
+    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError>;
+
+    /// How many deliveries of `subscriber` waiting to run (pending or held) a
+    /// claim would give up under a budget of `attempts` and a window ending
+    /// before `window_cut_ms` ([`crate::version::window_cut_ms`]): those past
+    /// either.
+    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError>;
+
+    /// List deliveries.
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError>;
+
+    /// One delivery with its attempts.
+    fn delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError>;
+
+    /// Deliveries counted by state and subscriber.
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError>;
+
+    /// Every breaker with a row, by connection name (a connection without one is
+    /// closed and has never failed).
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError>;
+
+    /// Whether the store knows `connection`: a breaker row or a delivery through it.
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
+
+    /// Every pause, resume and end of a pause kept, oldest first; only
+    /// `connection`'s when given.
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError>;
+
+    /// What pruning by `plan` would delete now, deleting nothing.
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
+
+    /// List events, newest first, with their deliveries counted by state.
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError>;
+
+    /// One event with its deliveries.
+    fn event(&self, id: i64) -> Result<Option<EventDetail>, StoreError>;
+
+    /// Events counted: invalid, and not yet expanded.
+    fn event_counts(&self) -> Result<EventCounts, StoreError>;
+
+    /// Attempts started at or after `since_ms`, counted per minute
+    /// ([`RATE_MINUTE_MS`], aligned to the epoch) and outcome, oldest minute
+    /// first; minutes with no attempt are left out.
+    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError>;
+}
+
+/// A store that writes: what a run, `jadpoc emit` and an operator's command
+/// use. Each call is one transaction. The operators' actions, the tick's sweep
+/// and the expansion of events are not here: they are the core's, written once
+/// over the store's row operations ([`Actions`], over [`Transact`]).
+pub trait Store: Views + Transact {
     /// Keep `version` (once per hash, with its files) and write it from now on
     /// beside every event this handle stores, its deliveries being of that
     /// version. `version.created_at_ms` is ignored: `now_ms` is used the first
@@ -804,10 +876,6 @@ pub trait Store: Send + Sync {
     /// run is compared with.
     /// Returns the version's number in this store.
     fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError>;
-
-    /// The version the last run started with, else (no run has started) the
-    /// one kept last, if any.
-    fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError>;
 
     /// Note `process` alive at `now_ms`, and read the subscribers (with their
     /// earlier names) of the programs that every process seen since
@@ -825,20 +893,6 @@ pub trait Store: Send + Sync {
     /// returns how many were.
     fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError>;
 
-    /// The versions kept, newest first, each with the processes seen since
-    /// `live_since_ms` that run it and its deliveries in flight.
-    fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError>;
-
-    /// Deliveries not ended, counted by subscriber, connection and state, with
-    /// the oldest's creation (read only).
-    fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError>;
-
-    /// How many deliveries of `subscriber` waiting to run (pending or held) a
-    /// claim would give up under a budget of `attempts` and a window ending
-    /// before `window_cut_ms` ([`crate::version::window_cut_ms`]): those past
-    /// either (read only).
-    fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError>;
-
     /// Store events and their deliveries, due at once, in one transaction; returns
     /// the events' ids in order.
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError>;
@@ -846,46 +900,60 @@ pub trait Store: Send + Sync {
     /// Claim up to `limit` due deliveries (pending and due, or running with an
     /// ended lease). For each, `decide` (the core) says what the claim does; every
     /// change is conditional on the row being as it was read, so two processes
-    /// never take one delivery. (As [`Store::claim_raising`], raising nothing.)
+    /// never take one delivery. A delivery given up or orphaned at the claim
+    /// stores `raise`'s events once its statement matched.
     fn claim(
         &self,
         now_ms: i64,
         limit: usize,
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-    ) -> Result<ClaimReport, StoreError> {
-        self.claim_raising(now_ms, limit, decide, &NoRaise)
-    }
+        raise: &dyn Raise,
+    ) -> Result<ClaimReport, StoreError>;
 
     /// Record attempts' outcomes and decisions in one transaction, each with its
     /// attempt row (and a handled record on success), and count each outcome for
     /// its connection's breaker (the core's [`crate::rules::breaker::after_attempt`]);
-    /// a breaker that closes releases its held deliveries, due at once. Returns the
-    /// indices, in `outcomes`, of those still owned by their attempt and written (an
-    /// outcome whose lease another claim took is skipped). (As
-    /// [`Store::record_raising`], raising nothing.)
-    fn record(&self, outcomes: &[Recorded]) -> Result<Vec<usize>, StoreError> {
-        self.record_raising(outcomes, &[], &NoRaise)
+    /// a breaker that closes releases its held deliveries, due at once, and
+    /// stores `raise.connection_recovered`'s events. `raised[i]` (if any) is
+    /// stored with `outcomes[i]` only if that outcome is written. Returns the
+    /// indices, in `outcomes`, of those still owned by their attempt and written
+    /// (an outcome whose lease another claim took is skipped).
+    fn record(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        raise: &dyn Raise,
+    ) -> Result<Vec<usize>, StoreError>;
+
+    /// [`Store::record`], then [`Store::claim`]: in one transaction on a store
+    /// with one writer ([`Store::one_writer`]), which then commits, and syncs its
+    /// log, once for both; otherwise the two in turn (a claim that fails after
+    /// the outcomes were written returns its error, and the outcomes, written
+    /// again, find their deliveries no longer `running` under their attempt and
+    /// are not written twice).
+    fn record_then_claim(
+        &self,
+        outcomes: &[Recorded],
+        raised: &[Vec<NewEvent>],
+        claim: ClaimAt,
+        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
+        raise: &dyn Raise,
+    ) -> Result<RecordedThenClaimed, StoreError> {
+        let written = self.record(outcomes, raised, raise)?;
+        let claimed = self.claim(claim.now_ms, claim.limit, decide, raise)?;
+        Ok(RecordedThenClaimed { written, claimed })
+    }
+
+    /// Whether the store's writes all take one lock in turn (SQLite's one writer),
+    /// so that a run gains by writing its outcomes with its next claim rather than
+    /// beside it ([`Store::record_then_claim`]). A store whose writers work at
+    /// once (PostgreSQL) writes outcomes and claims apart.
+    fn one_writer(&self) -> bool {
+        false
     }
 
     /// The earliest time a delivery becomes claimable, if any is waiting.
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError>;
-
-    /// List deliveries.
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError>;
-
-    /// One delivery with its attempts.
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError>;
-
-    /// Operator retry of each id at `now_ms` (the core decides the fresh record).
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError>;
-
-    /// Operator skip of each id at `now_ms` (the core decides which may end
-    /// `skipped`): a pending, held or parked delivery ends, and the later
-    /// deliveries of its key go on.
-    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError>;
-
-    /// Deliveries counted by state and subscriber.
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError>;
 
     /// Make sure every declared schedule has a row; a schedule seen the first time
     /// is due `every` from now. Rows of schedules no longer declared are kept.
@@ -909,88 +977,18 @@ pub trait Store: Send + Sync {
     /// The earliest due time of the given schedules.
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError>;
 
-    /// Every breaker with a row, by connection name (a connection without one is
-    /// closed and has never failed).
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError>;
-
-    /// The tick's sweep of the breakers at `now_ms`: raise each outage's alert
-    /// once, wake the delivery held longest to be the probe once a pause has
-    /// passed (`lease_until` gives a subscriber's lease taken now), and release
-    /// deliveries whose breaker has closed. (As [`Store::sweep_breakers_raising`],
-    /// raising nothing.)
-    fn sweep_breakers(&self, now_ms: i64, lease_until: &dyn Fn(&str) -> i64) -> Result<BreakerSweep, StoreError> {
-        self.sweep_breakers_raising(now_ms, lease_until, &NoRaise)
-    }
-
-    /// When the sweep next has work, if it has any: the earliest of the
-    /// breakers' [`crate::rules::breaker::next_work_ms`], or `now_ms` while a
-    /// held delivery has no breaker holding it. An answer after `now_ms` (or
-    /// none) holds, at any later time up to it, until the store changes: only
-    /// work due at once is counted from `now_ms` (the virtual-time driver keeps
-    /// such an answer while nothing writes).
+    /// When the sweep ([`Actions::sweep_breakers`]) next has work, if it has
+    /// any: the earliest of the breakers' [`crate::rules::breaker::next_work_ms`],
+    /// or `now_ms` while a held delivery has no breaker holding it. An answer
+    /// after `now_ms` (or none) holds, at any later time up to it, until the
+    /// store changes: only work due at once is counted from `now_ms` (the
+    /// virtual-time driver keeps such an answer while nothing writes).
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
-
-    // Operators' pauses of connections.
-
-    /// Pause `connection` (creating its breaker row, closed, if it has none) as
-    /// `pause` says, and keep the action; returns the row written.
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError>;
-
-    /// Resume `connection` at `now_ms`: its breaker closed, its pause ended, what
-    /// it holds released due at once; the action kept with `by` and `reason`.
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError>;
-
-    /// Whether the store knows `connection`: a breaker row or a delivery through it.
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError>;
-
-    /// Every pause, resume and end of a pause kept, oldest first; only
-    /// `connection`'s when given.
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError>;
-
-    // Retention.
 
     /// Delete one batch of what `plan` names, in one transaction (each delivery by
     /// a statement guarded by its being final and old still; its attempts and
     /// handled record only once that matched). Zero deliveries: nothing is left.
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
-
-    /// What pruning by `plan` would delete now, deleting nothing.
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
-
-    // Events written in SQL, and the listing and replay of events.
-
-    /// Expand up to `limit` events stored without deliveries (written in SQL),
-    /// oldest first: `expand` (the program) says what each becomes; each event is
-    /// marked expanded by one statement conditional on its not being so yet, and
-    /// its deliveries (due at once) are written only after that matched, so two
-    /// processes never expand one event twice.
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError>;
-
-    /// List events, newest first, with their deliveries counted by state.
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError>;
-
-    /// One event with its deliveries.
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError>;
-
-    /// Store replays in one transaction: each a new event, expanded, naming the
-    /// event it replays, with its deliveries due at once. Returns the new ids.
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError>;
-
-    /// Events counted: invalid, and not yet expanded.
-    fn event_counts(&self) -> Result<EventCounts, StoreError>;
-
-    // One clock and wake-ups across processes.
 
     /// The database's clock (`clock_timestamp()` on PostgreSQL), which every
     /// process sharing the store reads alike; `None` for a store whose processes
@@ -1002,74 +1000,33 @@ pub trait Store: Send + Sync {
     /// again after a reconnect, calling `wake` then too). Returns whether the store
     /// can; one that cannot (SQLite) leaves other processes' events to polling.
     fn listen(&self, wake: Waker) -> Result<bool, StoreError>;
+}
 
-    // jadpo's own events, stored in the transaction of the change that raises them.
+/// What [`Store::record_then_claim`] did.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedThenClaimed {
+    /// The indices, in the outcomes given, of those written.
+    pub written: Vec<usize>,
+    /// What the claim did.
+    pub claimed: ClaimReport,
+}
 
-    /// As [`Store::claim`]; a delivery given up at the claim stores
-    /// `raise.delivery_ended`'s events once its statement matched.
-    fn claim_raising(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-        raise: &dyn Raise,
-    ) -> Result<ClaimReport, StoreError>;
+/// A delivery with its attempts, oldest first ([`Views::delivery`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryDetail {
+    /// The delivery.
+    pub delivery: DeliveryView,
+    /// Its attempts.
+    pub attempts: Vec<AttemptView>,
+}
 
-    /// As [`Store::record`]; `raised[i]` (if any) is stored with `outcomes[i]` only
-    /// if that outcome is written, and a breaker that closes stores
-    /// `raise.connection_recovered`'s events.
-    fn record_raising(
-        &self,
-        outcomes: &[Recorded],
-        raised: &[Vec<NewEvent>],
-        raise: &dyn Raise,
-    ) -> Result<Vec<usize>, StoreError>;
-
-    /// [`Store::record_raising`], then [`Store::claim_raising`]: in one transaction
-    /// on a store with one writer ([`Store::one_writer`]), which then commits, and
-    /// syncs its log, once for both; otherwise the two in turn (a claim that fails
-    /// after the outcomes were written returns its error, and the outcomes, written
-    /// again, find their deliveries no longer `running` under their attempt and
-    /// are not written twice).
-    fn record_then_claim_raising(
-        &self,
-        outcomes: &[Recorded],
-        raised: &[Vec<NewEvent>],
-        claim: ClaimAt,
-        decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
-        raise: &dyn Raise,
-    ) -> Result<(Vec<usize>, ClaimReport), StoreError> {
-        let written = self.record_raising(outcomes, raised, raise)?;
-        let report = self.claim_raising(claim.now_ms, claim.limit, decide, raise)?;
-        Ok((written, report))
-    }
-
-    /// Whether the store's writes all take one lock in turn (SQLite's one writer),
-    /// so that a run gains by writing its outcomes with its next claim rather than
-    /// beside it ([`Store::record_then_claim_raising`]). A store whose writers work
-    /// at once (PostgreSQL) writes outcomes and claims apart. A live run calls
-    /// the claims of a store with one writer on a thread of their own, which
-    /// is a tokio runtime's: such a store must not block on a runtime of its
-    /// own there (a client that does, as the `postgres` crate's, panics).
-    fn one_writer(&self) -> bool {
-        false
-    }
-
-    /// As [`Store::sweep_breakers`]; an alert this sweep raises stores
-    /// `raise.connection_unavailable`'s events.
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError>;
-
-    // The operator's console.
-
-    /// Attempts started at or after `since_ms`, counted per minute
-    /// ([`RATE_MINUTE_MS`], aligned to the epoch) and outcome, oldest minute
-    /// first; minutes with no attempt are left out.
-    fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError>;
+/// An event with its deliveries ([`Views::event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventDetail {
+    /// The event.
+    pub event: EventView,
+    /// Its deliveries.
+    pub deliveries: Vec<DeliveryView>,
 }
 
 /// When a claim runs and how many deliveries it may take.

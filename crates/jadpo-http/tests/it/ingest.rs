@@ -6,7 +6,7 @@ use jadpo_check::program::Program;
 use jadpo_check::program::Signing;
 use jadpo_core::clock::Clock;
 use jadpo_core::clock::SystemClock;
-use jadpo_core::store::{DeliveryFilter, Store};
+use jadpo_core::store::{DeliveryFilter, Views};
 use jadpo_http::ingest::{Ingest, IngestLimits, MAX_BODY, serve};
 use jadpo_http::signing::{Signer, TOLERANCE_S, Verifier};
 use jadpo_store_sqlite::SqliteStore;

@@ -10,6 +10,7 @@ use jadpo_core::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{self, Outcome};
 use jadpo_core::steps::{RunSummary, Runtime};
+use jadpo_core::store::{DeliveryDetail, Views};
 use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, OpenOptions, Store};
 use jadpo_runtime::live::Live;
 use jadpo_store_postgres::PgStore;
@@ -68,7 +69,8 @@ fn only_outcomes_still_owned_are_recorded_and_counted() {
     let late = rt.conclude(&lost, Outcome::ok(), lease_end + 1);
     let done = rt.conclude(&current, Outcome::ok(), lease_end + 2);
     assert_eq!(rt.record_outcomes(&[late, done]).expect("record"), 1);
-    let (d, history) = store.delivery(current.id).expect("read").expect("a delivery");
+    let DeliveryDetail { delivery: d, attempts: history } =
+        store.delivery(current.id).expect("read").expect("a delivery");
     assert_eq!((d.state, d.attempts), (DeliveryState::Succeeded, 2));
     assert_eq!(history.len(), 2, "the lost attempt as `lease_expired`, then the success");
 }
@@ -287,7 +289,7 @@ fn a_stop_cuts_off_attempts_still_running_after_the_grace_period() {
     let again = rt.claim_due(lease_end + 1, 10).expect("claim").report.run;
     assert_eq!(again.iter().map(|c| c.attempt).collect::<Vec<_>>(), [2, 2]);
     for c in again {
-        let (_, history) = store.delivery(c.id).expect("read").expect("a delivery");
+        let DeliveryDetail { attempts: history, .. } = store.delivery(c.id).expect("read").expect("a delivery");
         assert_eq!(history.iter().map(|a| a.kind.as_deref()).collect::<Vec<_>>(), [Some("lease_expired")]);
     }
 }
@@ -314,7 +316,7 @@ fn a_run_writes_and_counts_each_outcome_once(store: Arc<dyn Store>) {
     assert_eq!(summary, RunSummary { recorded: 300, abandoned: 0 });
     let all = store.deliveries(&DeliveryFilter { limit: Some(1_000), ..Default::default() }).expect("read");
     for d in all {
-        let (_, attempts) = store.delivery(d.id).expect("read").expect("a delivery");
+        let DeliveryDetail { attempts, .. } = store.delivery(d.id).expect("read").expect("a delivery");
         assert_eq!(attempts.len(), 1, "delivery {} ran once", d.id);
     }
 }
@@ -593,7 +595,7 @@ fn an_attempt_whose_time_limit_passed_during_its_claim_makes_no_call() {
 
     assert_eq!(driver.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "a call was made past its time limit");
     for d in store.deliveries(&DeliveryFilter::default()).expect("read") {
-        let (_, history) = store.delivery(d.id).expect("read").expect("a delivery");
+        let DeliveryDetail { attempts: history, .. } = store.delivery(d.id).expect("read").expect("a delivery");
         let codes: Vec<_> = history.iter().map(|a| a.code.as_deref()).collect();
         assert_eq!(codes, [Some("deadline_exceeded")], "delivery {}", d.id);
     }

@@ -14,6 +14,7 @@ use jadpo_check::program::{DeliveryState, Program};
 use jadpo_check::{Lower, SourceFile, check};
 use jadpo_core::rules::breaker::Pause;
 use jadpo_core::scenario::{FailureDetail, Scenario, TracedRun, run_test_traced_with};
+use jadpo_core::store::Actions;
 use jadpo_core::store::{OpenOptions, Store, StoreError};
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;

@@ -14,6 +14,7 @@ use jadpo_core::payload::new_event;
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{LEAVE_FOR_ANOTHER_MS, Outcome};
 use jadpo_core::steps::Runtime;
+use jadpo_core::store::{DeliveryDetail, EventDetail};
 use jadpo_core::store::{DeliveryFilter, Store};
 use jadpo_core::version::{self, PROCESS_LIVE_MS, ProcessRow, ProgramVersion, SourceText, window_cut_ms};
 use std::sync::Arc;
@@ -171,7 +172,7 @@ pub fn a_removed_subscribers_deliveries_are_orphaned_then_taken_back(f: &dyn Fix
     let audit = of_subscriber(&**store, "audit");
     assert_eq!(states(&audit), [DeliveryState::Orphaned; 2], "never failed, never run");
     for (id, _) in &audit {
-        let (_, history) = store.delivery(*id).expect("read").expect("found");
+        let DeliveryDetail { attempts: history, .. } = store.delivery(*id).expect("read").expect("found");
         assert!(history.is_empty(), "no attempt was made for an orphaned delivery");
     }
 
@@ -191,7 +192,7 @@ pub fn a_removed_subscribers_deliveries_are_orphaned_then_taken_back(f: &dyn Fix
     let again = process(f, OLD, "old-again", &clock);
     again.rt.start(later).expect("start");
     assert_eq!(states(&of_subscriber(&**store, "audit")), [DeliveryState::Pending; 2]);
-    let (view, _) = store.delivery(audit[0].0).expect("read").expect("found");
+    let DeliveryDetail { delivery: view, attempts: _ } = store.delivery(audit[0].0).expect("read").expect("found");
     assert_eq!(view.due_at_ms, Some(later));
     assert!(view.held_ms >= later - (T0 + 1_000), "the hour orphaned is time held: {}", view.held_ms);
     assert_eq!(again.deliver(later).len(), 2);
@@ -211,7 +212,7 @@ pub fn an_orphaned_delivery_raises_jadpo_delivery_orphaned(f: &dyn Fixture) {
     let pages = store.deliveries(&DeliveryFilter { subscriber: Some("pager".into()), ..DeliveryFilter::default() });
     let pages = pages.expect("list");
     assert_eq!(pages.len(), 1, "one page for one delivery orphaned");
-    let (event, _) = store.event(pages[0].event_id).expect("read").expect("found");
+    let EventDetail { event, deliveries: _ } = store.event(pages[0].event_id).expect("read").expect("found");
     assert_eq!(event.name, "jadpo.delivery_orphaned");
     let payload: serde_json::Value = serde_json::from_str(&event.payload).expect("json");
     assert_eq!(payload["subscriber"], "audit");
@@ -233,7 +234,7 @@ pub fn an_orphan_taken_back_twice_is_taken_once(f: &dyn Fixture) {
     assert_eq!(other.adopt(&rows[..1], T0 + 5_000).expect("adopt"), 1);
     assert_eq!(store.adopt(&rows, T0 + 6_000).expect("adopt"), 1, "only the row still as read");
     assert_eq!(store.adopt(&rows, T0 + 7_000).expect("adopt"), 0);
-    let (first, _) = store.delivery(rows[0].id).expect("read").expect("found");
+    let DeliveryDetail { delivery: first, attempts: _ } = store.delivery(rows[0].id).expect("read").expect("found");
     assert_eq!((first.state, first.due_at_ms, first.held_ms), (DeliveryState::Pending, Some(T0 + 5_000), 5_000));
 }
 
@@ -374,9 +375,9 @@ pub fn an_event_without_a_field_the_new_program_requires_is_never_sent(f: &dyn F
     let store = new.rt.store();
     let rec = of_subscriber(&**store, "rec");
     assert_eq!(states(&rec), [DeliveryState::Failed]);
-    let (view, _) = store.delivery(rec[0].0).expect("read").expect("found");
+    let DeliveryDetail { delivery: view, attempts: _ } = store.delivery(rec[0].0).expect("read").expect("found");
     assert_eq!(view.last_failure.map(|f| f.code).as_deref(), Some("runtime.event_shape"));
-    let (event, _) = store.event(view.event_id).expect("read").expect("found");
+    let EventDetail { event, deliveries: _ } = store.event(view.event_id).expect("read").expect("found");
     assert_eq!(event.version, Some(old_id), "the event names the version that stored it");
 }
 

@@ -7,7 +7,7 @@ use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
 use jadpo_core::rules::breaker::Pause;
-use jadpo_core::store::Store;
+use jadpo_core::store::{Actions, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

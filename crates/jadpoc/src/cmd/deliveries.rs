@@ -5,7 +5,7 @@ use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
 use jadpo_check::program::DeliveryState;
-use jadpo_core::store::{DeliveryFilter, RetryResult, SkipResult};
+use jadpo_core::store::{Actions, DeliveryDetail, DeliveryFilter, RetryResult, SkipResult};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -88,7 +88,7 @@ pub fn run(args: DeliveriesArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(DeliveriesCommand::Show { id }) => match store.delivery(id) {
-            Ok(Some((d, history))) => {
+            Ok(Some(DeliveryDetail { delivery: d, attempts: history })) => {
                 match args.format.format {
                     Format::Json => crate::print_json(&views::delivery_with_history_json(&d, &history)),
                     Format::Text => crate::print_stdout(&views::delivery_text(&d, &history)),

@@ -6,7 +6,7 @@ use crate::args::{Format, FormatArg};
 use crate::store::{DbArg, Open, open_store};
 use crate::views;
 use jadpo_core::clock::{Clock, SystemClock};
-use jadpo_core::store::{EventFilter, EventView, Replay, Store, StoreError};
+use jadpo_core::store::{Actions, EventDetail, EventFilter, EventView, Replay, Store, StoreError};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,7 +132,7 @@ fn show(id: i64, format: Format, db: &DbArg) -> ExitCode {
         Err(code) => return code,
     };
     match store.event(id) {
-        Ok(Some((e, deliveries))) => {
+        Ok(Some(EventDetail { event: e, deliveries })) => {
             match format {
                 Format::Json => crate::print_json(&views::event_with_deliveries_json(&e, &deliveries)),
                 Format::Text => crate::print_stdout(&views::event_text(&e, &deliveries)),
@@ -177,7 +177,7 @@ fn chosen(store: &dyn Store, args: &ReplayArgs, now_ms: i64) -> Result<Vec<Resul
     let mut out = Vec::with_capacity(args.ids.len());
     for &id in &args.ids {
         match store.event(id).map_err(store_failed)? {
-            Some((e, _)) => out.push(Ok(e)),
+            Some(found) => out.push(Ok(found.event)),
             None => out.push(Err(id)),
         }
     }

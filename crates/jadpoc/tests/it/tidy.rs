@@ -5,6 +5,7 @@
 //! `build.rs`, files named `tests.rs` and everything after a `#[cfg(test)]` line)
 //! and skips comment lines.
 
+use jadpo_check::program::BreakerState;
 use jadpo_core::codes::{CodeKind, RuntimeCode};
 use std::path::{Path, PathBuf};
 
@@ -373,6 +374,13 @@ const CRATE_GRAPH: &[(&str, &[&str], &[&str])] = &[
     ),
     // Tests' shared helpers: a dev-dependency only, so no crate above names it.
     ("jadpo-test-support", &["jadpo-check"], &["tokio", "rusqlite", "hyper"]),
+    // The stores' conformance suite: both stores and the core's rules over
+    // them; a dev-dependency only, with no driver, runtime or HTTP of its own.
+    (
+        "jadpo-store-conformance",
+        &["jadpo-check", "jadpo-core", "jadpo-store-postgres", "jadpo-store-sqlite", "jadpo-test-support"],
+        &["tokio", "hyper"],
+    ),
 ];
 
 /// Each workspace crate's normal dependencies, as `cargo metadata` reads the
@@ -431,8 +439,9 @@ fn tidy_the_crates_depend_on_each_other_as_the_architecture_says() {
 #[test]
 fn tidy_the_stores_and_the_live_driver_decide_nothing() {
     // A claim's and an attempt's decisions are the core's (`jadpo_core::claim`,
-    // the steps); a store reads and writes the rows, the live driver runs the
-    // steps when they are due.
+    // the steps), as are an operator's retry and skip, a pause and a resume,
+    // the tick's sweep and expansion (`jadpo_core::store::rows`); a store reads
+    // and writes the rows, the live driver runs the steps when they are due.
     let files: Vec<PathBuf> = crate_sources()
         .into_iter()
         .filter(|(c, _)| ["jadpo-store-sqlite", "jadpo-store-postgres", "jadpo-runtime"].contains(&c.as_str()))
@@ -441,13 +450,68 @@ fn tidy_the_stores_and_the_live_driver_decide_nothing() {
     assert!(files.len() >= 20, "{files:?}");
     let found = occurrences(
         &files,
-        &["ClaimDecision", "decide_at_claim", "decide_after_attempt", ".held()", "Decision::Retry", "Gate::"],
+        &[
+            "ClaimDecision",
+            "decide_at_claim",
+            "decide_after_attempt",
+            ".held()",
+            "Decision::Retry",
+            "Gate::",
+            "operator_retry",
+            "operator_skip",
+            "retry_subject",
+            "breaker::pause(",
+            "breaker::resume(",
+            "pause_ended",
+            "alert_due",
+            "tick_wake",
+            "CHANGE_TRIES",
+        ],
     );
     assert!(
         found.is_empty(),
-        "a decision is made once, in jadpo-core (`claim::plan` for a claim, the steps for an attempt):\n{}",
+        "a decision is made once, in jadpo-core (`claim::plan` for a claim, the steps for an attempt, \
+         `store::rows` for what operators and the tick change):\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn tidy_every_state_word_the_stores_spell_is_one_of_the_enums_that_own_them() {
+    // A statement that spells a state (`state = 'held'`, a migration's CHECK)
+    // spells a word of `DeliveryState` or `BreakerState`: a state renamed in the
+    // enum and not in the SQL fails here, not in a store that no longer finds
+    // its rows. The other quoted words a statement may spell are listed.
+    const NOT_STATES: &[&str] = &["table", "id"];
+    let words: Vec<&str> = jadpo_check::program::DeliveryState::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .chain([BreakerState::Closed, BreakerState::Open, BreakerState::Probing].map(BreakerState::as_str))
+        .collect();
+    let files: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|(c, f)| c.starts_with("jadpo-store-") && !f.ends_with("tests.rs"))
+        .map(|(_, f)| f)
+        .collect();
+    assert!(files.len() >= 20, "{files:?}");
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        for (n, line) in code_lines(file) {
+            for quoted in line.split('\'').skip(1).step_by(2) {
+                let word = quoted.trim_end_matches('\\');
+                if word.len() < 2 || !word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                    continue;
+                }
+                seen += 1;
+                if !words.contains(&word) && !NOT_STATES.contains(&word) {
+                    wrong.push(format!("{}:{n}: '{word}'", shown(file)));
+                }
+            }
+        }
+    }
+    assert!(seen >= 50, "the stores spell {seen} state words: is the scan still finding them?");
+    assert!(wrong.is_empty(), "not a state word of the enums:\n{}", wrong.join("\n"));
 }
 
 #[test]

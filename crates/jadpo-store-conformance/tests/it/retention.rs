@@ -5,6 +5,7 @@
 
 use crate::common;
 use common::fixture::Fixture;
+use jadpo_core::store::{DeliveryDetail, NoRaise};
 
 use common::{T0, claim, event};
 use jadpo_check::program::{DeliveryState, FailureKind};
@@ -84,7 +85,7 @@ fn a_store_with_every_state(f: &dyn Fixture) -> Box<dyn Store> {
             )),
         }
     }
-    assert_eq!(store.record(&recs).expect("record").len(), 9);
+    assert_eq!(store.record(&recs, &[], &NoRaise).expect("record").len(), 9);
     f.add_handled_behind(7, T0 + 1);
     store
 }
@@ -103,14 +104,14 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
     assert_eq!(preview, pruned, "the preview counts what goes");
     use DeliveryState::*;
     assert_eq!(states(store), vec![(5, Failed), (6, Parked), (7, Running), (8, Pending), (10, Pending)]);
-    let (d, history) = store.delivery(8).expect("read").expect("there");
+    let DeliveryDetail { delivery: d, attempts: history } = store.delivery(8).expect("read").expect("there");
     assert_eq!((d.attempts, history.len()), (1, 1), "a delivery not final keeps its history");
 
     // Asked, failed and parked go too; event 9 stays while delivery 10 is left.
     let all = retention::prune(store, &plan(T0 + DAY, true)).expect("prune");
     assert_eq!(all, PruneCounts { deliveries: 2, attempts: 2, handled: 0, events: 2 });
     assert_eq!(states(store), vec![(7, Running), (8, Pending), (10, Pending)]);
-    assert_eq!(store.delivery(10).expect("read").expect("there").0.event_id, 9);
+    assert_eq!(store.delivery(10).expect("read").expect("there").delivery.event_id, 9);
 
     // The running delivery kept its handled record: its next claim finds it
     // handled and does not run it again.
@@ -120,13 +121,13 @@ fn final_deliveries_older_than_the_cut_go_with_their_history(f: &dyn Fixture) {
         "delivery 7's handled record survived: {r:?}"
     );
     assert!(r.run.iter().all(|c| c.id != 7));
-    assert_eq!(store.delivery(7).expect("read").expect("there").0.state, Succeeded);
+    assert_eq!(store.delivery(7).expect("read").expect("there").delivery.state, Succeeded);
 
     // Delivery 7 ended at that claim, days after its first: its age counts from
     // its end, so a cut between the two keeps it, and one after takes it.
     let kept = retention::prune(store, &plan(T0 + 2 * DAY, false)).expect("prune");
     assert_eq!(kept.deliveries, 0, "{kept:?}");
-    assert_eq!(store.delivery(7).expect("read").expect("there").0.state, Succeeded);
+    assert_eq!(store.delivery(7).expect("read").expect("there").delivery.state, Succeeded);
     let gone = retention::prune(store, &plan(T0 + 5 * DAY, false)).expect("prune");
     assert_eq!(gone.deliveries, 1, "{gone:?}");
     assert!(store.delivery(7).expect("read").is_none());

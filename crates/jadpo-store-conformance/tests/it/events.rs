@@ -3,6 +3,7 @@
 //! reason, listed, shown and replayed.
 
 use crate::common;
+use jadpo_core::store::{Actions, EventDetail};
 
 use common::fixture::Fixture;
 use common::{T0, event};
@@ -34,9 +35,9 @@ fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
     let counts = store.event_counts().unwrap();
     assert_eq!((counts.invalid, counts.unexpanded), (0, 2));
     let waiting = store.event(ids[0]).unwrap().unwrap();
-    assert!(!waiting.0.expanded, "an event written in SQL waits");
-    assert!(waiting.1.is_empty());
-    assert!(store.event(emitted[0]).unwrap().unwrap().0.expanded, "an emitted event is expanded at once");
+    assert!(!waiting.event.expanded, "an event written in SQL waits");
+    assert!(waiting.deliveries.is_empty());
+    assert!(store.event(emitted[0]).unwrap().unwrap().event.expanded, "an emitted event is expanded at once");
 
     let report = expand(&*store, T0 + 5, 10);
     assert_eq!(report.expanded, vec![Expanded { id: ids[0], deliveries: 1 }]);
@@ -50,10 +51,10 @@ fn an_event_written_in_sql_is_expanded_once_or_kept_invalid(f: &dyn Fixture) {
     assert_eq!(all.len(), 2, "one delivery for the emitted event, one for the expanded one");
     let made = all.iter().find(|d| d.event_id == ids[0]).expect("the expanded event's delivery");
     assert_eq!((made.state, made.due_at_ms, made.budget_start_ms), (DeliveryState::Pending, Some(T0 + 5), T0 + 5));
-    let (_, shown) = store.event(ids[0]).unwrap().unwrap();
+    let EventDetail { deliveries: shown, .. } = store.event(ids[0]).unwrap().unwrap();
     assert_eq!(shown.iter().map(|d| d.id).collect::<Vec<_>>(), vec![made.id], "the expanded event shows its delivery");
 
-    let (invalid, deliveries) = store.event(ids[1]).unwrap().unwrap();
+    let EventDetail { event: invalid, deliveries } = store.event(ids[1]).unwrap().unwrap();
     assert!(invalid.expanded);
     assert_eq!(invalid.invalid, Some(("ingest.unknown_event".into(), "no event `Nope` is declared".into())));
     assert!(deliveries.is_empty(), "an invalid event is delivered to no one");
@@ -111,10 +112,10 @@ fn events_are_listed_newest_first_shown_and_replayed(f: &dyn Fixture) {
 
     let replayed = store.replay(&[Replay { of: a, event: event(1) }], T0 + 9_000).unwrap();
     assert_eq!(replayed.len(), 1);
-    let (replay, deliveries) = store.event(replayed[0]).unwrap().unwrap();
+    let EventDetail { event: replay, deliveries } = store.event(replayed[0]).unwrap().unwrap();
     assert_eq!((replay.replay_of, replay.expanded, replay.emitted_at_ms), (Some(a), true, T0 + 9_000));
     assert_eq!(deliveries.len(), 1);
-    let (original, first) = store.event(a).unwrap().unwrap();
+    let EventDetail { event: original, deliveries: first } = store.event(a).unwrap().unwrap();
     assert_ne!(deliveries[0].id, first[0].id, "a replay's delivery is a new one");
     assert_eq!(original.replay_of, None);
     assert_eq!(
@@ -163,7 +164,7 @@ fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
         [(emitted, "emitted"), (written, "written in SQL"), (vec![replayed[0], -1, replayed[1]], "replayed")]
     {
         let shown = |id: i64| -> Vec<(i64, String)> {
-            let (_, deliveries) = store.event(id).unwrap().unwrap();
+            let EventDetail { deliveries, .. } = store.event(id).unwrap().unwrap();
             deliveries.iter().map(|d| (d.event_id, d.subscriber.clone())).collect()
         };
         assert_eq!(shown(ids[0]), vec![(ids[0], "rec".into()), (ids[0], "audit".into())], "{what}");
@@ -171,7 +172,7 @@ fn events_stored_together_each_show_their_own_deliveries(f: &dyn Fixture) {
             assert_eq!(shown(ids[1]), vec![], "{what}");
         }
         assert_eq!(shown(ids[2]), vec![(ids[2], "rec".into())], "{what}");
-        let counted = store.event(ids[0]).unwrap().unwrap().0.deliveries;
+        let counted = store.event(ids[0]).unwrap().unwrap().event.deliveries;
         assert_eq!(counted, vec![(DeliveryState::Pending, 2)], "{what}");
     }
 }

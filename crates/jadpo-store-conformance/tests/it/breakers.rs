@@ -4,6 +4,7 @@
 
 use crate::common;
 use common::fixture::Fixture;
+use jadpo_core::store::{Actions, NoRaise};
 
 use common::{T0, TIMEOUT_MS, claim, event, record_all};
 use jadpo_check::program::{BreakerState, DeliveryState, FailureKind};
@@ -65,7 +66,7 @@ fn two_processes_race_to_open_alert_probe_and_release(f: &dyn Fixture) {
     assert_eq!((b.row.state, b.row.alerts, b.held), (BreakerState::Open, 0, (200 - ran) as u64));
 
     // The alert: both sweep, one raises it.
-    let sweeps = race(f, |store| store.sweep_breakers(T0 + 1, &lease(T0 + 1)).expect("sweep"));
+    let sweeps = race(f, |store| store.sweep_breakers(T0 + 1, &lease(T0 + 1), &NoRaise).expect("sweep"));
     let alerts: Vec<_> = sweeps.iter().flat_map(|s| s.alerts.clone()).collect();
     assert_eq!(alerts.len(), 1, "{sweeps:?}");
     assert_eq!(alerts[0].connection, "c");
@@ -75,7 +76,7 @@ fn two_processes_race_to_open_alert_probe_and_release(f: &dyn Fixture) {
     // After the pause: both sweep, one wakes the longest-held to probe; both
     // claim, only that one runs; the rest stay held.
     let after = T0 + 60_000;
-    let sweeps = race(f, move |store| store.sweep_breakers(after, &lease(after)).expect("sweep"));
+    let sweeps = race(f, move |store| store.sweep_breakers(after, &lease(after), &NoRaise).expect("sweep"));
     let woken: Vec<i64> = sweeps.iter().flat_map(|s| s.woken.clone()).collect();
     assert_eq!(woken.len(), 1, "one probe: {sweeps:?}");
     assert!(sweeps.iter().all(|s| s.alerts.is_empty()), "no second alert");
@@ -124,14 +125,14 @@ fn a_lost_probe_is_lost_when_its_lease_ends(f: &dyn Fixture) {
     record_all(store, &first, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
     assert_eq!(claim(store, T0, 10).held.len(), 2);
     let after = T0 + 60_000;
-    let sweep = store.sweep_breakers(after, &lease(after)).expect("sweep");
+    let sweep = store.sweep_breakers(after, &lease(after), &NoRaise).expect("sweep");
     let probe = claim(store, after, 10);
     assert_eq!(probe.run.iter().map(|c| c.id).collect::<Vec<_>>(), sweep.woken);
     // Its worker dies: nothing is recorded. At its lease's end the probe is lost,
     // and the sweep wakes the next held delivery; the lost one, reclaimed, is held.
     let lease_end = rules::lease_until_ms(after, TIMEOUT_MS);
-    assert!(store.sweep_breakers(lease_end - 1, &lease(lease_end - 1)).expect("sweep").woken.is_empty());
-    let sweep = store.sweep_breakers(lease_end, &lease(lease_end)).expect("sweep");
+    assert!(store.sweep_breakers(lease_end - 1, &lease(lease_end - 1), &NoRaise).expect("sweep").woken.is_empty());
+    let sweep = store.sweep_breakers(lease_end, &lease(lease_end), &NoRaise).expect("sweep");
     assert_eq!(sweep.woken.len(), 1);
     assert_ne!(sweep.woken, probe.run.iter().map(|c| c.id).collect::<Vec<_>>());
     assert!(store.next_sweep_ms(lease_end).expect("next").is_some());
@@ -155,7 +156,7 @@ fn the_sweep_releases_deliveries_a_closed_breaker_still_holds(f: &dyn Fixture) {
     assert_eq!(count(store, DeliveryState::Held), 5);
 
     let now = T0 + 2_000;
-    let sweep = store.sweep_breakers(now, &lease(now)).expect("sweep");
+    let sweep = store.sweep_breakers(now, &lease(now), &NoRaise).expect("sweep");
     assert_eq!(sweep.released, 5);
     assert_eq!(count(store, DeliveryState::Held), 0);
     let list = store.deliveries(&DeliveryFilter::default()).expect("list");
@@ -165,7 +166,7 @@ fn the_sweep_releases_deliveries_a_closed_breaker_still_holds(f: &dyn Fixture) {
     assert!(released.iter().all(|d| d.state == DeliveryState::Pending && d.due_at_ms == Some(now)), "{released:?}");
     assert!(released.iter().all(|d| d.held_ms == 2_000 && d.held_since_ms.is_none()), "{released:?}");
     // A second sweep has nothing left to release.
-    assert_eq!(store.sweep_breakers(now, &lease(now)).expect("sweep").released, 0);
+    assert_eq!(store.sweep_breakers(now, &lease(now), &NoRaise).expect("sweep").released, 0);
 }
 
 /// The alert written at the first tick after the breaker opens counts the
@@ -178,7 +179,7 @@ fn the_alert_counts_what_the_outage_holds(f: &dyn Fixture) {
     record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
     assert_eq!(store.breakers().expect("breakers")[0].row.state, BreakerState::Open);
     // The tick comes before any claim has held a delivery.
-    let sweep = store.sweep_breakers(T0 + 1, &lease(T0 + 1)).expect("sweep");
+    let sweep = store.sweep_breakers(T0 + 1, &lease(T0 + 1), &NoRaise).expect("sweep");
     assert_eq!(sweep.alerts.len(), 1);
     assert_eq!(sweep.alerts[0].held, 15, "the 15 due deliveries the outage holds");
     assert_eq!(claim(store, T0 + 1, 50).held.len(), 15);

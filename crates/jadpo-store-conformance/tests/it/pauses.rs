@@ -5,6 +5,7 @@
 
 use crate::common;
 use common::fixture::{self, Fixture};
+use jadpo_core::store::{Actions, NoRaise};
 
 use common::{T0, TIMEOUT_MS, claim, event, record_all};
 use jadpo_check::program::{BreakerState, Budget, DeliveryState, FailureKind};
@@ -48,7 +49,7 @@ fn a_paused_connection_holds_everything_until_resumed(f: &dyn Fixture) {
     let attempts: Vec<u32> = held.iter().map(|d| d.attempts).collect();
     assert_eq!(attempts, vec![1, 1, 0, 0, 0, 0], "holding spends no attempt");
     // No probe, however long it lasts.
-    let sweep = store.sweep_breakers(at + 10 * HOUR, &lease(at + 10 * HOUR)).expect("sweep");
+    let sweep = store.sweep_breakers(at + 10 * HOUR, &lease(at + 10 * HOUR), &NoRaise).expect("sweep");
     assert_eq!((sweep.woken.len(), sweep.released), (0, 0));
     assert_eq!(store.next_sweep_ms(at).expect("next"), None, "nothing to do before a resume");
     let listed = store.breakers().expect("breakers");
@@ -113,8 +114,8 @@ fn a_pause_for_a_while_ends_by_itself(f: &dyn Fixture) {
     store.pause_connection("c", &by_ops(T0, Some(until))).expect("pause");
     assert_eq!(claim(store, T0 + 1, 10).held.len(), 3);
     assert_eq!(store.next_sweep_ms(T0 + 1).expect("next"), Some(until));
-    assert_eq!(store.sweep_breakers(until - 1, &lease(until - 1)).expect("sweep").released, 0);
-    let sweep = store.sweep_breakers(until, &lease(until)).expect("sweep");
+    assert_eq!(store.sweep_breakers(until - 1, &lease(until - 1), &NoRaise).expect("sweep").released, 0);
+    let sweep = store.sweep_breakers(until, &lease(until), &NoRaise).expect("sweep");
     assert_eq!(sweep.released, 3);
     let row = &store.breakers().expect("breakers")[0].row;
     assert_eq!((row.state, row.pause.as_ref()), (BreakerState::Closed, None));
@@ -138,13 +139,13 @@ fn an_open_breaker_paused_probes_nothing_and_an_answer_releases_nothing(f: &dyn 
     assert_eq!(claim(store, T0 + 500, 20).held.len(), 4, "the four never tried");
     // Long past the breaker's own pause: still no probe.
     let later = T0 + HOUR;
-    let sweep = store.sweep_breakers(later, &lease(later)).expect("sweep");
+    let sweep = store.sweep_breakers(later, &lease(later), &NoRaise).expect("sweep");
     assert_eq!((sweep.woken.len(), sweep.released), (0, 0));
     // The delivery running all along answers: the breaker closes, nothing is let go.
     record_all(store, &still_running, &Outcome::ok(), later);
     let row = &store.breakers().expect("breakers")[0].row;
     assert_eq!((row.state, row.pause.is_some()), (BreakerState::Closed, true));
-    assert_eq!(store.sweep_breakers(later, &lease(later)).expect("sweep").released, 0);
+    assert_eq!(store.sweep_breakers(later, &lease(later), &NoRaise).expect("sweep").released, 0);
     let r = claim(store, later + 1, 20);
     assert_eq!((r.run.len(), r.held.len()), (0, 5), "the five retrying are held too");
     let report = store.resume_connection("c", "ops", None, later + 2).expect("resume");
@@ -176,14 +177,15 @@ fn a_probe_decided_before_a_pause_is_held(f: &dyn Fixture) {
     record_all(store, &r, &Outcome::fail(FailureKind::Unavailable, "fake.unavailable"), T0);
     let after_pause = T0 + 2 * 60_000;
     let pauser = f.open();
-    let report = store.claim(after_pause, 10, &mut |c| {
+    let mut decide = |c: &jadpo_core::store::ClaimCandidate| {
         // The pause lands between this claim's read and its write.
         if c.id == 6 {
             pauser.pause_connection("c", &by_ops(after_pause, None)).expect("pause");
         }
         let d = rules::decide_at_claim(&c.record, &Budget::default(), after_pause, c.handled, TIMEOUT_MS);
         rules::breaker::decide_at_claim(d, &c.breaker, c.id, after_pause)
-    });
+    };
+    let report = store.claim(after_pause, 10, &mut decide, &NoRaise);
     let report = report.expect("claim");
     assert_eq!(report.run.len(), 0, "no probe once paused: {report:?}");
     assert!(!report.held.is_empty(), "{report:?}");
@@ -200,7 +202,7 @@ fn the_history_lists_every_pause_resume_and_end(f: &dyn Fixture) {
     store
         .pause_connection("spare", &Pause { by: "alice".into(), reason: None, ..by_ops(T0 + 1, None) })
         .expect("pause");
-    store.sweep_breakers(T0 + HOUR, &lease(T0 + HOUR)).expect("the pause of `c` ends");
+    store.sweep_breakers(T0 + HOUR, &lease(T0 + HOUR), &NoRaise).expect("the pause of `c` ends");
     store.resume_connection("spare", "bob", Some("done"), T0 + HOUR + 5).expect("resume");
     let action = |connection: &str, action, at_ms, by: &str, reason: Option<&str>, until_ms| BreakerAction {
         connection: connection.into(),

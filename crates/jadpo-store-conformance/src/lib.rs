@@ -1,21 +1,22 @@
-//! What the store tests share: a clock origin, events, and claims decided by the
-//! core as the workers decide them.
-
-#![allow(dead_code)] // each test file uses a part of it
+//! The stores' conformance suite: every store operation, the guarded writes
+//! whose guard missed included, run on every store (SQLite in a file, and
+//! PostgreSQL), so that the rules the core writes once over them hold on each.
+//! The suite is this crate's tests (`tests/it`); here is what they, and the
+//! runtime's own store tests, share: the stores ([`fixture`]), a clock origin,
+//! events, claims decided by the core as the workers decide them, and a store
+//! whose claims run a hook.
 
 pub mod fixture;
 
 use jadpo_check::program::Budget;
-use jadpo_core::rules::breaker::{BreakerRow, Pause};
+use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{self, Failure, Outcome, breaker};
 use jadpo_core::store::{
-    AttemptView, BreakerAction, BreakerSweep, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule,
-    DeliveryFilter, DeliveryView, EventCounts, EventFilter, EventView, ExpandReport, Expansion, NewDelivery, NewEvent,
-    PruneCounts, PrunePlan, Raise, Recorded, Replay, ResumeReport, RetryResult, ScheduleSpec, SkipResult, StatusView,
-    Store, StoreError, UnexpandedEvent, Waker,
+    BreakerAction, BreakerView, ClaimCandidate, ClaimReport, ClaimVerdict, ClaimedSchedule, DeliveryDetail,
+    DeliveryFilter, DeliveryView, EventCounts, EventDetail, EventFilter, EventView, NewDelivery, NewEvent, NoRaise,
+    PruneCounts, PrunePlan, Raise, Recorded, Rows, ScheduleSpec, StatusView, Store, StoreError, Transact, Views, Waker,
 };
 use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
-use rand::SeedableRng;
 use std::sync::Arc;
 
 /// The tests' "now" at the start.
@@ -53,15 +54,16 @@ pub fn claim_with(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> 
 
 /// As [`claim_with`], the store's error returned.
 pub fn try_claim(store: &dyn Store, now: i64, limit: usize, budget: Budget) -> Result<ClaimReport, StoreError> {
-    store.claim(now, limit, &mut |c| {
+    let mut decide = |c: &ClaimCandidate| {
         let d = rules::decide_at_claim(&c.record, &budget, now, c.handled, TIMEOUT_MS);
         breaker::decide_at_claim(d, &c.breaker, c.id, now)
-    })
+    };
+    store.claim(now, limit, &mut decide, &NoRaise)
 }
 
 /// Record every claimed delivery's outcome, decided by the core.
 pub fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, now: i64) {
-    let mut rng = rand::rngs::StdRng::from_seed([7; 32]);
+    let rng = RandomSource::from_seed(7);
     let recs: Vec<Recorded> = report
         .run
         .iter()
@@ -72,10 +74,10 @@ pub fn record_all(store: &dyn Store, report: &ClaimReport, outcome: &Outcome, no
             started_at_ms: c.claimed_at_ms,
             ended_at_ms: now,
             outcome: outcome.clone(),
-            decision: rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, &mut rng),
+            decision: rng.with(|rng| rules::decide_after_attempt(&c.record, &Budget::default(), outcome, now, rng)),
         })
         .collect();
-    store.record(&recs).expect("record");
+    store.record(&recs, &[], &NoRaise).expect("record");
 }
 
 /// What a [`Hooked`] store does in a claim besides the claim itself.
@@ -98,24 +100,9 @@ pub struct Hooked<H> {
     pub hook: H,
 }
 
-impl<H: ClaimHook> Store for Hooked<H> {
-    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
-        self.inner.record_version(version, now_ms, run)
-    }
+impl<H: ClaimHook> Views for Hooked<H> {
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
         self.inner.latest_version()
-    }
-    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
-        self.inner.heartbeat(process, now_ms, live_since_ms)
-    }
-    fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
-        self.inner.process_stopped(id)
-    }
-    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
-        self.inner.orphans(subscribers, limit)
-    }
-    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
-        self.inner.adopt(rows, now_ms)
     }
     fn versions(&self, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
         self.inner.versions(live_since_ms)
@@ -129,26 +116,68 @@ impl<H: ClaimHook> Store for Hooked<H> {
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<jadpo_core::store::AttemptRate>, StoreError> {
         self.inner.attempt_rates(since_ms)
     }
+    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+        self.inner.deliveries(filter)
+    }
+    fn delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
+        self.inner.delivery(id)
+    }
+    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
+        self.inner.status(now_ms)
+    }
+    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
+        self.inner.breakers()
+    }
+    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
+        self.inner.breaker_history(connection)
+    }
+    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
+        self.inner.knows_connection(connection)
+    }
+    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        self.inner.prune_preview(plan)
+    }
+    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
+        self.inner.events(filter)
+    }
+    fn event(&self, id: i64) -> Result<Option<EventDetail>, StoreError> {
+        self.inner.event(id)
+    }
+    fn event_counts(&self) -> Result<EventCounts, StoreError> {
+        self.inner.event_counts()
+    }
+}
+
+impl<H: ClaimHook> Transact for Hooked<H> {
+    fn transact(&self, work: &mut dyn FnMut(&mut dyn Rows) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        self.inner.transact(work)
+    }
+    fn expansion_waiting(&self) -> Result<bool, StoreError> {
+        self.inner.expansion_waiting()
+    }
+}
+
+impl<H: ClaimHook> Store for Hooked<H> {
+    fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
+        self.inner.record_version(version, now_ms, run)
+    }
+    fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.inner.heartbeat(process, now_ms, live_since_ms)
+    }
+    fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.process_stopped(id)
+    }
+    fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
+        self.inner.orphans(subscribers, limit)
+    }
+    fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+        self.inner.adopt(rows, now_ms)
+    }
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         self.inner.emit(events, now_ms)
     }
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.inner.next_due_ms()
-    }
-    fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.inner.deliveries(filter)
-    }
-    fn delivery(&self, id: i64) -> Result<Option<(DeliveryView, Vec<AttemptView>)>, StoreError> {
-        self.inner.delivery(id)
-    }
-    fn retry(&self, ids: &[i64], now_ms: i64) -> Result<Vec<RetryResult>, StoreError> {
-        self.inner.retry(ids, now_ms)
-    }
-    fn skip(&self, ids: &[i64], now_ms: i64) -> Result<Vec<SkipResult>, StoreError> {
-        self.inner.skip(ids, now_ms)
-    }
-    fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.inner.status(now_ms)
     }
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
         self.inner.sync_schedules(schedules, now_ms)
@@ -168,55 +197,11 @@ impl<H: ClaimHook> Store for Hooked<H> {
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
         self.inner.next_schedule_due_ms()
     }
-    fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.inner.breakers()
-    }
-    fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        self.inner.breaker_history(connection)
-    }
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.inner.next_sweep_ms(now_ms)
     }
-    fn pause_connection(&self, connection: &str, pause: &Pause) -> Result<BreakerRow, StoreError> {
-        self.inner.pause_connection(connection, pause)
-    }
-    fn resume_connection(
-        &self,
-        connection: &str,
-        by: &str,
-        reason: Option<&str>,
-        now_ms: i64,
-    ) -> Result<ResumeReport, StoreError> {
-        self.inner.resume_connection(connection, by, reason, now_ms)
-    }
-    fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.inner.knows_connection(connection)
-    }
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.inner.prune_batch(plan)
-    }
-    fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_preview(plan)
-    }
-    fn expand_events(
-        &self,
-        now_ms: i64,
-        limit: usize,
-        expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
-    ) -> Result<ExpandReport, StoreError> {
-        self.inner.expand_events(now_ms, limit, expand)
-    }
-    fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
-        self.inner.events(filter)
-    }
-    fn event(&self, id: i64) -> Result<Option<(EventView, Vec<DeliveryView>)>, StoreError> {
-        self.inner.event(id)
-    }
-    fn replay(&self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.inner.replay(replays, now_ms)
-    }
-    fn event_counts(&self) -> Result<EventCounts, StoreError> {
-        self.inner.event_counts()
     }
     fn one_writer(&self) -> bool {
         self.inner.one_writer()
@@ -227,7 +212,7 @@ impl<H: ClaimHook> Store for Hooked<H> {
     fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
         self.inner.listen(wake)
     }
-    fn claim_raising(
+    fn claim(
         &self,
         now_ms: i64,
         limit: usize,
@@ -242,22 +227,14 @@ impl<H: ClaimHook> Store for Hooked<H> {
             }
             decide(c)
         };
-        self.inner.claim_raising(now_ms, limit, &mut decide_after_hook, raise)
+        self.inner.claim(now_ms, limit, &mut decide_after_hook, raise)
     }
-    fn record_raising(
+    fn record(
         &self,
         outcomes: &[Recorded],
         raised: &[Vec<NewEvent>],
         raise: &dyn Raise,
     ) -> Result<Vec<usize>, StoreError> {
-        self.inner.record_raising(outcomes, raised, raise)
-    }
-    fn sweep_breakers_raising(
-        &self,
-        now_ms: i64,
-        lease_until: &dyn Fn(&str) -> i64,
-        raise: &dyn Raise,
-    ) -> Result<BreakerSweep, StoreError> {
-        self.inner.sweep_breakers_raising(now_ms, lease_until, raise)
+        self.inner.record(outcomes, raised, raise)
     }
 }

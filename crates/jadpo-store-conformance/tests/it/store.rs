@@ -3,6 +3,7 @@
 //! only SQLite's files have (foreign files, locks, read-only files, a full disk).
 
 use crate::common;
+use jadpo_core::store::{Actions, DeliveryDetail, Views};
 
 use common::fixture::{self, Fixture, SqliteFile};
 use common::{T0, TIMEOUT_MS, claim, claim_with, event, try_claim};
@@ -62,7 +63,7 @@ fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
     run.sort_unstable();
     assert_eq!(run, vec![a1.id, b1.id, free.id]);
     assert_eq!(store.next_due_ms().unwrap(), Some(rules::lease_until_ms(T0, TIMEOUT_MS)), "a waiting one is not due");
-    store.record(&[ok_record(b1.id, 1, T0, T0 + 5), ok_record(free.id, 1, T0, T0 + 5)]).unwrap();
+    store.record(&[ok_record(b1.id, 1, T0, T0 + 5), ok_record(free.id, 1, T0, T0 + 5)], &[], &NoRaise).unwrap();
     // The head fails and is due again later: its key still waits on it.
     let c = first.run.iter().find(|c| c.id == a1.id).unwrap();
     let retry_at = T0 + 60_000;
@@ -77,14 +78,14 @@ fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
         outcome,
         decision,
     };
-    assert_eq!(store.record(&[failed]).unwrap(), vec![0]);
+    assert_eq!(store.record(&[failed], &[], &NoRaise).unwrap(), vec![0]);
     assert!(claim(&*store, T0 + 20, 10).run.is_empty(), "the key waits on its failed head");
     assert_eq!(delivery_of(ids[1]).waiting_on, Some(a1.id));
     // It succeeds on its retry; then the next of its key, and only it, runs.
     let again = claim(&*store, retry_at, 10);
     assert_eq!(again.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a1.id]);
     assert_eq!(again.run[0].attempt, 2);
-    store.record(&[ok_record(a1.id, 2, retry_at, retry_at + 5)]).unwrap();
+    store.record(&[ok_record(a1.id, 2, retry_at, retry_at + 5)], &[], &NoRaise).unwrap();
     let next = claim(&*store, retry_at + 10, 10);
     assert_eq!(next.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a2.id]);
     assert_eq!(next.run[0].record.budget_start_ms, retry_at + 10, "its window starts at its first claim");
@@ -102,7 +103,7 @@ fn one_keys_deliveries_run_one_at_a_time_in_event_order(f: &dyn Fixture) {
     // A skipped delivery can be retried: it runs once its key is free.
     assert_eq!(store.retry(&[a3.id], retry_at + 30).unwrap(), vec![RetryResult::Retried]);
     assert!(claim(&*store, retry_at + 40, 10).run.is_empty(), "it waits on the running one again");
-    store.record(&[ok_record(a2.id, 1, retry_at + 10, retry_at + 50)]).unwrap();
+    store.record(&[ok_record(a2.id, 1, retry_at + 10, retry_at + 50)], &[], &NoRaise).unwrap();
     let last = claim(&*store, retry_at + 60, 10);
     assert_eq!(last.run.iter().map(|c| c.id).collect::<Vec<_>>(), vec![a3.id]);
 }
@@ -252,15 +253,15 @@ fn emit_claim_and_record_a_success(f: &dyn Fixture) {
     assert!(claim(&*store, T0 + 5, 10).run.is_empty());
 
     let c = &r.run[0];
-    assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 7)]).unwrap(), vec![0]);
-    let (d, history) = store.delivery(c.id).unwrap().unwrap();
+    assert_eq!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 7)], &[], &NoRaise).unwrap(), vec![0]);
+    let DeliveryDetail { delivery: d, attempts: history } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Succeeded);
     assert_eq!(d.attempts, 1);
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].outcome, "succeeded");
     assert_eq!(history[0].duration_ms, 7);
     // Recording the same attempt again changes nothing (it is no longer running).
-    assert!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 8)]).unwrap().is_empty());
+    assert!(store.record(&[ok_record(c.id, 1, c.claimed_at_ms, T0 + 8)], &[], &NoRaise).unwrap().is_empty());
 }
 
 fn a_retryable_failure_is_pending_again_with_its_failure_kept(f: &dyn Fixture) {
@@ -278,8 +279,8 @@ fn a_retryable_failure_is_pending_again_with_its_failure_kept(f: &dyn Fixture) {
         outcome,
         decision,
     };
-    assert_eq!(store.record(&[rec]).unwrap(), vec![0]);
-    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    assert_eq!(store.record(&[rec], &[], &NoRaise).unwrap(), vec![0]);
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Pending);
     assert_eq!(d.due_at_ms, Some(T0 + 5_000));
     assert_eq!(d.last_failure.unwrap().kind, FailureKind::Unavailable);
@@ -302,7 +303,7 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses(f: 
 
     let second = claim(&*store, lease_end, 10).run.remove(0);
     assert_eq!(second.attempt, 2);
-    let (d, h) = store.delivery(first.id).unwrap().unwrap();
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(first.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Running);
     assert_eq!(d.last_failure.unwrap().kind, FailureKind::LeaseExpired);
     assert_eq!(h.len(), 1);
@@ -313,8 +314,8 @@ fn an_expired_lease_is_taken_back_as_lease_expired_and_the_lost_worker_loses(f: 
     // batch holding both, only the new claim's is reported written.
     let late = ok_record(first.id, 1, first.claimed_at_ms, lease_end + 1);
     let current = ok_record(second.id, 2, second.claimed_at_ms, lease_end + 2);
-    assert_eq!(store.record(&[late, current]).unwrap(), vec![1]);
-    let (d, h) = store.delivery(first.id).unwrap().unwrap();
+    assert_eq!(store.record(&[late, current], &[], &NoRaise).unwrap(), vec![1]);
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(first.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Succeeded);
     assert_eq!(h.len(), 2);
 }
@@ -328,7 +329,7 @@ fn an_expired_lease_on_the_last_attempt_fails_at_the_claim(f: &dyn Fixture) {
     assert!(r.run.is_empty());
     assert_eq!(r.ended.len(), 1);
     assert!(matches!(r.ended[0].decision, ClaimDecision::GiveUp { .. }));
-    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Failed);
     assert_eq!(d.last_failure.unwrap().kind, FailureKind::LeaseExpired);
     assert_eq!(h.len(), 1);
@@ -353,15 +354,19 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history(f: &dyn Fixture) {
     let outcome = Outcome::fail(FailureKind::Rejected, "fake.rejected");
     let failure = outcome.failure().unwrap();
     store
-        .record(&[Recorded {
-            id: c.id,
-            connection: c.connection.clone(),
-            attempt: 1,
-            started_at_ms: T0,
-            ended_at_ms: T0 + 1,
-            outcome,
-            decision: Decision::Failed { failure, because: rules::FailedBecause::NotRetryable },
-        }])
+        .record(
+            &[Recorded {
+                id: c.id,
+                connection: c.connection.clone(),
+                attempt: 1,
+                started_at_ms: T0,
+                ended_at_ms: T0 + 1,
+                outcome,
+                decision: Decision::Failed { failure, because: rules::FailedBecause::NotRetryable },
+            }],
+            &[],
+            &NoRaise,
+        )
         .unwrap();
     let later = T0 + 86_400_000 * 3;
     assert_eq!(store.retry(&[c.id, 999], later).unwrap(), vec![RetryResult::Retried, RetryResult::NotFound]);
@@ -370,8 +375,8 @@ fn operator_retry_gives_a_fresh_budget_and_keeps_history(f: &dyn Fixture) {
     assert_eq!((d.state, d.attempts, d.due_at_ms, d.budget_start_ms), (DeliveryState::Pending, 0, Some(later), later));
     let again = claim(&*store, later, 10).run.remove(0);
     assert_eq!(again.attempt, 1);
-    store.record(&[ok_record(c.id, 1, again.claimed_at_ms, later + 1)]).unwrap();
-    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    store.record(&[ok_record(c.id, 1, again.claimed_at_ms, later + 1)], &[], &NoRaise).unwrap();
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.state, DeliveryState::Succeeded);
     assert_eq!(h.len(), 2, "both runs' attempts are kept");
     assert_eq!(h[0].outcome, "failed");
@@ -397,7 +402,7 @@ fn two_handles_never_claim_one_delivery_twice(f: &dyn Fixture) {
                     }
                     let recs: Vec<Recorded> =
                         r.run.iter().map(|c| ok_record(c.id, c.attempt, c.claimed_at_ms, T0 + 11)).collect();
-                    assert_eq!(store.record(&recs).unwrap(), (0..recs.len()).collect::<Vec<_>>());
+                    assert_eq!(store.record(&recs, &[], &NoRaise).unwrap(), (0..recs.len()).collect::<Vec<_>>());
                     seen.lock().unwrap().extend(r.run.iter().map(|c| c.id));
                 }
             });
@@ -525,15 +530,19 @@ fn a_delivery_keeps_why_it_ended(f: &dyn Fixture) {
         decision,
     };
     store
-        .record(&[
-            rec(&run[0], Outcome::ok(), Decision::Succeeded),
-            rec(
-                &run[1],
-                rejected,
-                Decision::Failed { failure: rejected_f, because: rules::FailedBecause::NotRetryable },
-            ),
-            rec(&run[2], unknown, Decision::Parked { failure: unknown_f }),
-        ])
+        .record(
+            &[
+                rec(&run[0], Outcome::ok(), Decision::Succeeded),
+                rec(
+                    &run[1],
+                    rejected,
+                    Decision::Failed { failure: rejected_f, because: rules::FailedBecause::NotRetryable },
+                ),
+                rec(&run[2], unknown, Decision::Parked { failure: unknown_f }),
+            ],
+            &[],
+            &NoRaise,
+        )
         .unwrap();
     // The fourth is never tried within a one-minute window: given up at its claim.
     let budget = Budget { within_ms: 60_000, ..Budget::default() };
@@ -552,7 +561,7 @@ fn a_delivery_keeps_why_it_ended(f: &dyn Fixture) {
     // An operator's retry starts it over: no end yet.
     let parked = store.deliveries(&DeliveryFilter::default()).unwrap()[2].id;
     assert_eq!(store.retry(&[parked], T0 + 70_000).unwrap(), vec![RetryResult::Retried]);
-    assert_eq!(store.delivery(parked).unwrap().unwrap().0.end_reason, None);
+    assert_eq!(store.delivery(parked).unwrap().unwrap().delivery.end_reason, None);
 }
 
 fn an_expired_lease_on_the_last_attempt_ends_attempts_used(f: &dyn Fixture) {
@@ -561,7 +570,7 @@ fn an_expired_lease_on_the_last_attempt_ends_attempts_used(f: &dyn Fixture) {
     let budget = Budget { attempts: 1, ..Budget::default() };
     let c = claim_with(&*store, T0, 10, budget).run.remove(0);
     claim_with(&*store, T0 + 3_600_000, 10, budget);
-    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(d.end_reason.as_deref(), Some("attempts_used"));
     assert_eq!(h.len(), 1, "the lost attempt is recorded once");
 }
@@ -585,8 +594,8 @@ fn each_attempt_keeps_its_failure_reason(f: &dyn Fixture) {
         outcome,
         decision: Decision::Retry { due_at_ms: T0 + 5_000, failure },
     };
-    store.record(&[rec]).unwrap();
-    let (d, h) = store.delivery(c.id).unwrap().unwrap();
+    store.record(&[rec], &[], &NoRaise).unwrap();
+    let DeliveryDetail { delivery: d, attempts: h } = store.delivery(c.id).unwrap().unwrap();
     assert_eq!(h[0].reason.as_deref(), Some("connection refused"));
     assert_eq!(d.last_failure.unwrap().reason.as_deref(), Some("connection refused"));
     // The next claim keeps it on the record the core sees.
@@ -620,9 +629,9 @@ fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
         })
         .collect();
     let expected: Vec<usize> = (0..batch.len()).filter(|i| i % 3 != 0).collect();
-    assert_eq!(store.record(&batch).unwrap(), expected);
+    assert_eq!(store.record(&batch, &[], &NoRaise).unwrap(), expected);
     for (i, r) in batch.iter().enumerate() {
-        let (d, h) = store.delivery(r.id).unwrap().unwrap();
+        let DeliveryDetail { delivery: d, attempts: h } = store.delivery(r.id).unwrap().unwrap();
         if i % 3 == 0 {
             assert_eq!(d.state, DeliveryState::Running);
             assert!(h.is_empty());
@@ -634,7 +643,7 @@ fn a_batch_is_claimed_in_due_order_and_recorded_row_by_row(f: &dyn Fixture) {
         }
     }
     // Written again, the same batch changes nothing.
-    assert!(store.record(&batch).unwrap().is_empty());
+    assert!(store.record(&batch, &[], &NoRaise).unwrap().is_empty());
 }
 
 // Each test above, on every store.
@@ -660,10 +669,10 @@ fn a_count_that_cannot_be_read_is_an_error_naming_its_row_and_changes_nothing(f:
     }
 }
 
-/// The claim a test makes with [`Store::record_then_claim_raising`].
+/// The claim a test makes with [`Store::record_then_claim`].
 fn record_then_claim(store: &dyn Store, outcomes: &[Recorded], now: i64) -> Result<(Vec<usize>, Vec<i64>), StoreError> {
     let raised = vec![Vec::new(); outcomes.len()];
-    let (written, report) = store.record_then_claim_raising(
+    let done = store.record_then_claim(
         outcomes,
         &raised,
         ClaimAt { now_ms: now, limit: 10 },
@@ -673,7 +682,7 @@ fn record_then_claim(store: &dyn Store, outcomes: &[Recorded], now: i64) -> Resu
         },
         &NoRaise,
     )?;
-    Ok((written, report.run.iter().map(|c| c.id).collect()))
+    Ok((done.written, done.claimed.run.iter().map(|c| c.id).collect()))
 }
 
 /// Outcomes written with the next claim: that claim finds what they freed (the
@@ -692,7 +701,7 @@ fn outcomes_written_with_a_claim_free_their_key_for_it(f: &dyn Fixture) {
     assert_eq!(f.delivery_behind(first), ("succeeded".to_string(), 1));
     let (written, run) = record_then_claim(&*store, &[done], T0 + 20).unwrap();
     assert_eq!((written, run), (vec![], vec![]), "the outcome is written once; the next runs");
-    let (_, attempts) = store.delivery(first).unwrap().unwrap();
+    let DeliveryDetail { attempts, .. } = store.delivery(first).unwrap().unwrap();
     assert_eq!(attempts.len(), 1);
 }
 
@@ -716,7 +725,7 @@ fn on_sqlite_outcomes_and_the_claim_they_ride_with_commit_or_fail_together() {
         ))
     );
     assert_eq!(f.delivery_behind(first), ("running".to_string(), 1), "the outcome was not written");
-    assert_eq!(store.delivery(first).unwrap().unwrap().1.len(), 0, "nor its attempt");
+    assert_eq!(store.delivery(first).unwrap().unwrap().attempts.len(), 0, "nor its attempt");
     f.set_attempts_behind(first + 1, 0);
     let (written, run) = record_then_claim(&*store, &[done], T0 + 20).unwrap();
     assert_eq!((written, run), (vec![0], vec![first + 1]));
@@ -734,7 +743,7 @@ fn status_counts_by_state_and_by_subscriber_in_name_order(f: &dyn Fixture) {
     let first = claim(&*store, T0, 2);
     let recs: Vec<_> = first.run.iter().map(|c| (c.id, c.subscriber.clone())).collect();
     assert_eq!(recs.len(), 2);
-    store.record(&[ok_record(recs[0].0, 1, T0, T0 + 5)]).unwrap();
+    store.record(&[ok_record(recs[0].0, 1, T0, T0 + 5)], &[], &NoRaise).unwrap();
     let s = store.status(T0 + 10).unwrap();
     let count = |state| s.states.iter().find(|(st, _)| *st == state).map(|(_, n)| *n);
     assert_eq!(
