@@ -2,6 +2,7 @@
 //! filters and the keyset cursor, the actions and their guards (read-only,
 //! CSRF, Origin, Host, the token), and the live overview's ETag.
 
+mod escaping;
 mod fixture;
 mod paging;
 
