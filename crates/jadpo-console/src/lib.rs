@@ -517,6 +517,7 @@ impl Console {
 
     async fn overview(&self, now: i64, live: bool, headers: &HeaderMap) -> Result<Answer, Failure> {
         let (status, breakers) = self.with_store(move |s| Ok((status_now(s, now)?, s.breakers()?))).await?;
+        let breakers = pages::every_breaker(breakers, &self.declared_connections());
         let rates = self.rates(now).await?;
         let inner = pages::overview_live(&status, &rates, &breakers, now);
         if live {

@@ -36,7 +36,8 @@ pub fn every_breaker(mut breakers: Vec<BreakerView>, declared: &[String]) -> Vec
     breakers
 }
 
-/// The overview's part that refreshes itself: counts, rates, breakers.
+/// The overview's part that refreshes itself: counts, rates, breakers (every
+/// connection's, see [`every_breaker`]).
 pub fn overview_live(status: &StatusView, rates: &[AttemptRate], breakers: &[BreakerView], now: i64) -> Markup {
     let states: Vec<DeliveryState> = DeliveryState::ALL.to_vec();
     let mut head: Vec<&str> = vec!["Subscriber"];
