@@ -25,6 +25,7 @@ pub mod security;
 pub mod views;
 
 use bytes::Bytes;
+use html::Markup;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderValue, IF_NONE_MATCH, LOCATION, SET_COOKIE};
@@ -71,6 +72,71 @@ pub const BULK_MAX: usize = 10_000;
 /// Who an operator's pause or resume from the console is kept as, when the
 /// form names no one.
 pub const CONSOLE_OPERATOR: &str = "console";
+
+/// A page the console serves (as HTML, on GET): see [`PAGES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    /// The overview: counts, rates, program versions, breakers.
+    Overview,
+    /// The overview's part that refreshes itself.
+    OverviewLive,
+    /// Deliveries, with filters and paging.
+    Deliveries,
+    /// The confirmation of a bulk retry.
+    BulkRetry,
+    /// One delivery.
+    Delivery,
+    /// Events, with filters and paging.
+    Events,
+    /// The confirmation of a replay by filter.
+    BulkReplay,
+    /// One event.
+    Event,
+    /// Every connection's breaker, pauses and resumes.
+    Breakers,
+    /// The login form of a console with a token.
+    Login,
+}
+
+/// What stands for an id in a path of [`PAGES`].
+pub const ID: &str = "{id}";
+
+/// Every page the console serves, by its path (its segments, [`ID`] standing
+/// for an id), the first that matches winning: the router finds a page here,
+/// so a page is served only through this table (beside it: the assets, the
+/// JSON API under `/api/`, and the actions POSTed).
+pub const PAGES: [(&str, Page); 10] = [
+    ("/", Page::Overview),
+    ("/overview/live", Page::OverviewLive),
+    ("/deliveries", Page::Deliveries),
+    ("/deliveries/retry", Page::BulkRetry),
+    ("/deliveries/{id}", Page::Delivery),
+    ("/events", Page::Events),
+    ("/events/replay", Page::BulkReplay),
+    ("/events/{id}", Page::Event),
+    ("/breakers", Page::Breakers),
+    ("/login", Page::Login),
+];
+
+/// The page at a path's `segments`, with the segment that stands for its id
+/// (when its path has one).
+fn find_page<'a>(segments: &[&'a str]) -> Option<(Page, Option<&'a str>)> {
+    PAGES.iter().find_map(|(pattern, page)| {
+        let wanted: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+        if wanted.len() != segments.len() {
+            return None;
+        }
+        let mut id = None;
+        for (w, s) in wanted.iter().zip(segments) {
+            if *w == ID {
+                id = Some(*s);
+            } else if w != s {
+                return None;
+            }
+        }
+        Some((*page, id))
+    })
+}
 
 /// How the console is run.
 #[derive(Debug, Clone)]
@@ -222,6 +288,11 @@ impl Console {
         Console { store, clock, program, settings, csrf, rates: Mutex::new(None) }
     }
 
+    /// The connections the program declares (none without the program).
+    fn declared_connections(&self) -> Vec<String> {
+        self.program.as_ref().map(|p| p.connections.iter().map(|c| c.name.clone()).collect()).unwrap_or_default()
+    }
+
     /// The process's CSRF token (what a page's forms carry).
     pub fn csrf(&self) -> &str {
         &self.csrf
@@ -285,20 +356,23 @@ impl Console {
             Wants::Json => json_answer(f.status, &json!({"error": f.message})),
             Wants::Html => {
                 let title = f.status.canonical_reason().unwrap_or("Error");
-                let body = format!(
-                    "<p class=\"error\" role=\"alert\">{}</p><p><a href=\"/\">Back to the overview</a></p>",
-                    html::esc(&f.message)
-                );
+                let body = maud::html! {
+                    p class="error" role="alert" { (f.message) }
+                    p { a href="/" { "Back to the overview" } }
+                };
                 self.page(f.status, title, "", body, None)
             }
         }
     }
 
-    fn page(&self, status: StatusCode, title: &str, nav: &str, body: String, notice: Option<String>) -> Answer {
-        let logout =
-            self.settings.token.as_ref().map(|_| html::action_form("/logout", &self.csrf, "", "Log out", None));
-        let doc = html::document(&html::Page { title, nav, body, actions: self.settings.actions, notice, logout });
-        respond(status, "text/html; charset=utf-8", doc)
+    fn page(&self, status: StatusCode, title: &str, nav: &str, body: Markup, notice: Option<Markup>) -> Answer {
+        let logout = self
+            .settings
+            .token
+            .as_ref()
+            .map(|_| html::action_form("/logout", &self.csrf, maud::html! {}, "Log out", None));
+        let doc = html::document(&html::Layout { title, nav, body, actions: self.settings.actions, notice, logout });
+        respond(status, "text/html; charset=utf-8", doc.into_string())
     }
 
     async fn route(
@@ -314,11 +388,12 @@ impl Console {
             return Err(Failure::new(StatusCode::MISDIRECTED_REQUEST, why));
         }
         let segments: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+        let page = if *method == Method::GET || *method == Method::HEAD { find_page(&segments) } else { None };
         // The assets and the login page are for everyone who reaches the console.
-        match (method, segments.as_slice()) {
-            (&Method::GET, ["assets", name]) => return assets::answer(name, headers),
-            (&Method::GET, ["login"]) => return Ok(self.login_page(fields, None)),
-            (&Method::POST, ["login"]) => return Ok(self.login(headers, body)),
+        match (method, segments.as_slice(), page) {
+            (&Method::GET, ["assets", name], _) => return assets::answer(name, headers),
+            (_, _, Some((Page::Login, _))) => return Ok(self.login_page(fields, None)),
+            (&Method::POST, ["login"], _) => return Ok(self.login(headers, body)),
             _ => {}
         }
         let access = security::access(headers, self.settings.token.as_deref());
@@ -344,18 +419,20 @@ impl Console {
             return Err(Failure::new(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not served here")));
         }
         let now = self.now_ms();
-        match segments.as_slice() {
-            [] => self.overview(now, false, headers).await,
-            ["overview", "live"] => self.overview(now, true, headers).await,
-            ["deliveries"] => self.deliveries(fields, now).await,
-            ["deliveries", "retry"] => self.bulk_confirm(fields, now).await,
-            ["deliveries", id] => self.delivery(parse_id(id)?, fields).await,
-            ["events"] => self.events(fields, now).await,
-            ["events", "replay"] => self.bulk_replay_confirm(fields, now).await,
-            ["events", id] => self.event(parse_id(id)?, fields).await,
-            ["breakers"] => self.breakers_page(fields, now).await,
-            ["api", rest @ ..] => self.api(rest, fields, now, headers).await,
-            _ => Err(Failure::new(StatusCode::NOT_FOUND, format!("no page at `{path}`"))),
+        let id = page.and_then(|(_, id)| id).unwrap_or_default();
+        match (page.map(|(p, _)| p), segments.as_slice()) {
+            (Some(Page::Overview), _) => self.overview(now, false, headers).await,
+            (Some(Page::OverviewLive), _) => self.overview(now, true, headers).await,
+            (Some(Page::Deliveries), _) => self.deliveries(fields, now).await,
+            (Some(Page::BulkRetry), _) => self.bulk_confirm(fields, now).await,
+            (Some(Page::Delivery), _) => self.delivery(parse_id(id)?, fields).await,
+            (Some(Page::Events), _) => self.events(fields, now).await,
+            (Some(Page::BulkReplay), _) => self.bulk_replay_confirm(fields, now).await,
+            (Some(Page::Event), _) => self.event(parse_id(id)?, fields).await,
+            (Some(Page::Breakers), _) => self.breakers_page(fields, now).await,
+            (Some(Page::Login), _) => Ok(self.login_page(fields, None)),
+            (None, ["api", rest @ ..]) => self.api(rest, fields, now, headers).await,
+            (None, _) => Err(Failure::new(StatusCode::NOT_FOUND, format!("no page at `{path}`"))),
         }
     }
 
@@ -440,13 +517,15 @@ impl Console {
 
     async fn overview(&self, now: i64, live: bool, headers: &HeaderMap) -> Result<Answer, Failure> {
         let (status, breakers) = self.with_store(move |s| Ok((status_now(s, now)?, s.breakers()?))).await?;
+        let breakers = pages::every_breaker(breakers, &self.declared_connections());
         let rates = self.rates(now).await?;
         let inner = pages::overview_live(&status, &rates, &breakers, now);
         if live {
+            let inner = inner.into_string();
             let answer = respond(StatusCode::OK, "text/html; charset=utf-8", inner.clone());
             return Ok(with_etag(headers, answer, inner.as_bytes()));
         }
-        let body = pages::overview(&inner);
+        let body = pages::overview(inner);
         Ok(self.page(StatusCode::OK, "Overview", "/", body, None))
     }
 
@@ -455,7 +534,7 @@ impl Console {
             Ok(s) => s,
             Err(e) => {
                 let body = pages::delivery_filters(fields);
-                let notice = format!("<span class=\"error\">{}</span>", html::esc(&e.0));
+                let notice = maud::html! { span class="error" { (e.0) } };
                 return Ok(self.page(StatusCode::BAD_REQUEST, "Deliveries", "/deliveries", body, Some(notice)));
             }
         };
@@ -745,9 +824,8 @@ impl Console {
 
     async fn breakers_page(&self, fields: &Fields, now: i64) -> Result<Answer, Failure> {
         let (breakers, history) = self.with_store(|s| Ok((s.breakers()?, s.breaker_history(None)?))).await?;
-        let declared: Vec<String> =
-            self.program.as_ref().map(|p| p.connections.iter().map(|c| c.name.clone()).collect()).unwrap_or_default();
-        let body = pages::breakers(&self.csrf, &breakers, &history, &declared, self.settings.actions, now);
+        let breakers = pages::every_breaker(breakers, &self.declared_connections());
+        let body = pages::breakers(&self.csrf, &breakers, &history, self.settings.actions, now);
         Ok(self.page(StatusCode::OK, "Breakers", "/breakers", body, notice(fields)))
     }
 
@@ -873,7 +951,12 @@ fn retry_count_title(n: usize, more: bool) -> String {
 /// What an action that brought the operator here did, from the query a
 /// redirect named (fixed words and numbers only: no text of the request's is
 /// shown as a notice).
-fn notice(fields: &Fields) -> Option<String> {
+fn notice(fields: &Fields) -> Option<Markup> {
+    notice_words(fields).map(|words| maud::html! { (words) })
+}
+
+/// The words of [`notice`].
+fn notice_words(fields: &Fields) -> Option<String> {
     let number = |k: &str| fields.get(k).and_then(|n| n.parse::<u64>().ok());
     match fields.get("done")? {
         "retried" => Some("Retried with a fresh budget: it is pending, due now.".to_string()),

@@ -2,6 +2,7 @@
 //! filters and the keyset cursor, the actions and their guards (read-only,
 //! CSRF, Origin, Host, the token), and the live overview's ETag.
 
+mod escaping;
 mod fixture;
 mod paging;
 
@@ -487,7 +488,58 @@ fn the_live_overview_answers_304_while_nothing_changed(f: &Fixture) {
     assert!(changed.body.contains("data-state=\"pending\">2</a>"), "{}", changed.body);
 }
 
+/// The overview's row of a connection whose breaker is closed, unpaused,
+/// holding nothing.
+fn closed_row(connection: &str) -> String {
+    format!(
+        "<tr data-connection=\"{connection}\"><th scope=\"row\">{connection}</th><td><span class=\"state \
+         state-closed\">closed</span></td><td>no</td><td class=\"num\">0</td></tr>"
+    )
+}
+
+fn the_overview_lists_every_declared_connection(f: &Fixture) {
+    // No breaker has a row yet: each connection the program declares is closed.
+    let (c, _) = console(f.store.clone(), false, None);
+    assert!(f.store.breakers().expect("breakers").is_empty());
+    for path in ["/", "/overview/live"] {
+        let page = get(&c, path).body;
+        for connection in ["ledger", "mailer"] {
+            assert!(page.contains(&closed_row(connection)), "{path} lacks {connection}:\n{page}");
+        }
+    }
+    // One has a row (an operator paused it); the other is still listed, closed.
+    let pause = breaker::Pause { at_ms: T0, until_ms: None, by: "ops".into(), reason: None };
+    f.store.pause_connection("ledger", &pause).expect("pause");
+    let page = get(&c, "/overview/live").body;
+    assert!(
+        page.contains(
+            "<tr data-connection=\"ledger\"><th scope=\"row\">ledger</th><td><span class=\"state state-closed\">\
+             closed</span></td><td>paused by ops</td><td class=\"num\">0</td></tr>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains(&closed_row("mailer")), "{page}");
+    // The breakers page shows it the same: closed, no failure, no pause.
+    let breakers = get(&c, "/breakers").body;
+    assert!(
+        breakers.contains(
+            "<section class=\"breaker\" data-connection=\"mailer\"><h2>mailer</h2><dl class=\"fields\"><dt>State</dt>\
+             <dd class=\"breaker-state\"><span class=\"state state-closed\">closed</span></dd><dt>Failures in a row</dt>\
+             <dd>0</dd><dt>Held</dt><dd>0</dd><dt>Alerts</dt><dd>0</dd><dt>Paused</dt><dd class=\"paused\">no</dd></dl>"
+        ),
+        "{breakers}"
+    );
+    // Without the program, only the connections with a row are known.
+    let settings = Settings { actions: false, token: None, listen: "127.0.0.1:7400".parse().expect("an address") };
+    let clock = Arc::new(jadpo_core::clock::VirtualClock::new(T0 + 60_000));
+    let bare = Arc::new(Console::new(f.store.clone(), clock as Arc<dyn Clock>, None, settings));
+    let page = get(&bare, "/overview/live").body;
+    assert!(page.contains("<tr data-connection=\"ledger\">"), "{page}");
+    assert!(!page.contains("mailer"), "{page}");
+}
+
 jadpo_test_support::on_every_store!(crate::fixture;
+    the_overview_lists_every_declared_connection,
     every_page_answers,
     the_api_has_the_commands_shapes,
     filters_and_the_cursor_page_newest_first,
