@@ -11,7 +11,7 @@ use jadpo_console::query::encode;
 use jadpo_console::{ID, PAGES, Page};
 use jadpo_core::rules::breaker::Pause;
 use jadpo_core::rules::{self, CallFailure, Decision, FailedBecause, Outcome};
-use jadpo_core::store::{NewDelivery, NewEvent, Recorded, Store};
+use jadpo_core::store::{Actions, NewDelivery, NewEvent, NoRaise, Recorded, Store};
 use jadpo_core::version::{ProcessRow, ProgramVersion};
 use std::sync::Arc;
 
@@ -68,10 +68,15 @@ fn hostile_store(f: &Fixture) -> (Arc<dyn Store>, Ids) {
     // would give it.
     let budget = jadpo_check::program::Budget::default();
     let report = store
-        .claim(T0, 1_000, &mut |c| {
-            let d = rules::decide_at_claim(&c.record, &budget, T0, c.handled, 1_000);
-            rules::breaker::decide_at_claim(d, &c.breaker, c.id, T0)
-        })
+        .claim(
+            T0,
+            1_000,
+            &mut |c| {
+                let d = rules::decide_at_claim(&c.record, &budget, T0, c.handled, 1_000);
+                rules::breaker::decide_at_claim(d, &c.breaker, c.id, T0)
+            },
+            &NoRaise,
+        )
         .expect("claim");
     let records: Vec<Recorded> = report
         .run
@@ -93,12 +98,12 @@ fn hostile_store(f: &Fixture) -> (Arc<dyn Store>, Ids) {
         })
         .collect();
     assert_eq!(records.len(), 3);
-    store.record(&records).expect("record");
+    store.record(&records, &[], &NoRaise).expect("record");
     // An operator paused the hostile connection, with a hostile reason.
     let pause = Pause { at_ms: T0, until_ms: Some(T0 + 3_600_000), by: HOSTILE.into(), reason: Some(HOSTILE.into()) };
     store.pause_connection(HOSTILE, &pause).expect("pause");
     let (event, named) = (events[0], events[1]);
-    let delivery = store.event(event).expect("read").expect("the event").1[1].id;
+    let delivery = store.event(event).expect("read").expect("the event").deliveries[1].id;
     (store, Ids { delivery, event, named })
 }
 

@@ -13,7 +13,7 @@ use jadpo_check::program::{Budget, DeliveryState, FailureKind};
 use jadpo_console::{Console, READ_ONLY, Settings};
 use jadpo_core::clock::{Clock, VirtualClock};
 use jadpo_core::rules::{self, Decision, FailedBecause, Outcome, breaker};
-use jadpo_core::store::{DeliveryDetail, EventDetail, NewDelivery, NewEvent, NoRaise, Recorded, Store};
+use jadpo_core::store::{Actions, DeliveryDetail, EventDetail, NewDelivery, NewEvent, NoRaise, Recorded, Store};
 use serde_json::Value;
 use std::sync::Arc;
 
