@@ -1,7 +1,7 @@
 //! Opening a store from where it is: a path is SQLite, a `postgres://` URL is
 //! PostgreSQL.
 
-use jadpo_core::store::{Access, OpenOptions, Store, StoreError};
+use jadpo_core::store::{Access, OpenOptions, Store, StoreError, Views};
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
 use std::path::Path;
@@ -42,8 +42,20 @@ impl Location {
     }
 }
 
+/// Open the store at `location` to read alone: nothing is created, migrated or
+/// locked for writing, a missing SQLite file is refused, and what is returned
+/// can only read.
+pub fn open_views(location: &Location, lock_wait: std::time::Duration) -> Result<Box<dyn Views>, StoreError> {
+    let options = OpenOptions { access: Access::ReadOnly, lock_wait };
+    match location {
+        Location::Sqlite(path) => open_sqlite(path, options).map(|s| Box::new(s) as Box<dyn Views>),
+        Location::Postgres(url) => PgStore::open(url, options).map(|s| Box::new(s) as Box<dyn Views>),
+    }
+}
+
 /// Open the store at `location`: SQLite for a path, PostgreSQL for a URL. Read-write
-/// creates a missing SQLite file with its folder; read-only refuses a missing one.
+/// creates a missing SQLite file with its folder; read-only refuses a missing one
+/// (a command that only reads opens [`open_views`]).
 pub fn open(location: &Location, options: OpenOptions) -> Result<Box<dyn Store>, StoreError> {
     match location {
         Location::Sqlite(path) => open_sqlite(path, options).map(|s| Box::new(s) as Box<dyn Store>),

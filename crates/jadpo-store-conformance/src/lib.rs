@@ -88,7 +88,7 @@ pub trait ClaimHook: Send + Sync {
     /// breaker's: where another task's write lands in the middle of a claim.
     fn deciding(&self) {}
     /// The store's clock, read: the inner store's unless the hook says otherwise.
-    fn db_now_ms(&self, inner: &dyn Store) -> Result<Option<i64>, StoreError> {
+    fn db_now_ms(&self, inner: &dyn Views) -> Result<Option<i64>, StoreError> {
         inner.db_now_ms()
     }
 }
@@ -145,6 +145,9 @@ impl<H: ClaimHook> Views for Hooked<H> {
     }
     fn event_counts(&self) -> Result<EventCounts, StoreError> {
         self.inner.event_counts()
+    }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.hook.db_now_ms(&*self.inner)
     }
 }
 
@@ -205,9 +208,6 @@ impl<H: ClaimHook> Store for Hooked<H> {
     }
     fn one_writer(&self) -> bool {
         self.inner.one_writer()
-    }
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.hook.db_now_ms(&*self.inner)
     }
     fn listen(&self, wake: Waker) -> Result<bool, StoreError> {
         self.inner.listen(wake)

@@ -372,6 +372,9 @@ impl Views for PgStore {
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
         self.with_client(|c, s| console::attempt_rates(c, s, since_ms))
     }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.with_client(|c, _| sharing::db_now_ms(c))
+    }
 }
 
 impl Store for PgStore {
@@ -433,10 +436,6 @@ impl Store for PgStore {
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_client(|c, s| retention::prune_batch(c, s, plan))
-    }
-
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.with_client(|c, _| sharing::db_now_ms(c))
     }
 
     fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {

@@ -662,6 +662,9 @@ impl Views for SqliteStore {
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
         self.with_retry(|conn| console::attempt_rates(conn, since_ms))
     }
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
+        sharing::db_now_ms()
+    }
 }
 
 impl Store for SqliteStore {
@@ -722,10 +725,6 @@ impl Store for SqliteStore {
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
         self.with_retry(|conn| retention::prune_batch(conn, plan))
-    }
-
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        sharing::db_now_ms()
     }
 
     fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {

@@ -3,7 +3,7 @@
 //! a failure to open it is reported.
 
 use jadpo_core::clock::{AnchoredClock, Clock, HostClock, TEST_CLOCK_OFFSET_ENV};
-use jadpo_core::store::{OpenOptions, Store};
+use jadpo_core::store::{OpenOptions, Store, Views};
 use jadpo_core::version::ProgramVersion;
 use jadpo_runtime::store::{self, DATABASE_URL_ENV, Location};
 use std::process::ExitCode;
@@ -63,7 +63,7 @@ fn with_schema(url: &str, schema: &str) -> String {
 /// PostgreSQL, so that every host writes and compares times alike), else the
 /// host's. A store whose clock cannot be read now falls back to the host's: the
 /// command's own store call will report what is wrong.
-pub fn clock_for(store: &dyn Store) -> Arc<dyn Clock> {
+pub fn clock_for(store: &dyn Views) -> Arc<dyn Clock> {
     let before = Instant::now();
     match store.db_now_ms() {
         Ok(Some(db)) => Arc::new(AnchoredClock::new(db, before + before.elapsed() / 2)),
@@ -108,6 +108,16 @@ fn without_password(url: &str) -> String {
         },
         None => url.to_string(),
     }
+}
+
+/// Opens the store named by `db` to read alone (no migration, no write lock, a
+/// read-only file is fine); a one-line message and exit 2 when it cannot be.
+pub fn open_views(db: &DbArg) -> Result<Box<dyn Views>, ExitCode> {
+    let location = db.checked_location()?;
+    store::open_views(&location, OpenOptions::read_only().lock_wait).map_err(|e| {
+        eprintln!("jadpoc: {e}");
+        ExitCode::from(2)
+    })
 }
 
 /// Opens the store named by `db` as `how` says; a one-line message and exit 2 when

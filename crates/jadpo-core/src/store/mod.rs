@@ -861,6 +861,11 @@ pub trait Views: Send + Sync {
     /// ([`RATE_MINUTE_MS`], aligned to the epoch) and outcome, oldest minute
     /// first; minutes with no attempt are left out.
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError>;
+
+    /// The database's clock (`clock_timestamp()` on PostgreSQL), which every
+    /// process sharing the store reads alike; `None` for a store whose processes
+    /// share one host's clock (SQLite).
+    fn db_now_ms(&self) -> Result<Option<i64>, StoreError>;
 }
 
 /// A store that writes: what a run, `jadpoc emit` and an operator's command
@@ -989,11 +994,6 @@ pub trait Store: Views + Transact {
     /// a statement guarded by its being final and old still; its attempts and
     /// handled record only once that matched). Zero deliveries: nothing is left.
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
-
-    /// The database's clock (`clock_timestamp()` on PostgreSQL), which every
-    /// process sharing the store reads alike; `None` for a store whose processes
-    /// share one host's clock (SQLite).
-    fn db_now_ms(&self) -> Result<Option<i64>, StoreError>;
 
     /// Call `wake` whenever any process stores an event, until the store is
     /// dropped (PostgreSQL: `LISTEN` on one connection of its own, listened to

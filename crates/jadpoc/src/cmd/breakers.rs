@@ -4,7 +4,7 @@
 //! the store.
 
 use crate::args::{Format, FormatArg};
-use crate::store::{DbArg, Open, open_store};
+use crate::store::{DbArg, Open, open_store, open_views};
 use crate::views;
 use jadpo_core::rules::breaker::Pause;
 use jadpo_core::store::{Actions, Store};
@@ -89,7 +89,7 @@ pub fn run(args: BreakersArgs) -> ExitCode {
 }
 
 fn history(db: &DbArg, format: Format, connection: Option<&str>) -> ExitCode {
-    let store = match open_store(db, Open::ReadOnly) {
+    let store = match open_views(db) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -113,7 +113,7 @@ fn history(db: &DbArg, format: Format, connection: Option<&str>) -> ExitCode {
 }
 
 fn list(db: &DbArg, format: Format) -> ExitCode {
-    let store = match open_store(db, Open::ReadOnly) {
+    let store = match open_views(db) {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -6,12 +6,12 @@
 use crate::args::ReportFormat;
 use crate::load::{LoadError, find_files, read_sources};
 use crate::render;
-use crate::store::{DbArg, Open, open_store};
+use crate::store::{DbArg, open_views};
 use jadpo_check::diff::Subject;
 use jadpo_check::diff::{DiffCategory, DiffCode, DiffSeverity, Finding, Place, Side, diff};
 use jadpo_check::program::DeliveryState;
 use jadpo_check::{Lower, SourceFile, check, plural};
-use jadpo_core::store::{Store, StoreError};
+use jadpo_core::store::{StoreError, Views};
 use jadpo_core::version::{BacklogRow, window_cut_ms};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 use serde_json::{Value, json};
@@ -41,7 +41,7 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs) -> ExitCode {
     // With `--db`, the store is opened read only; never migrated.
-    let store = match args.db.db.is_some().then(|| open_store(&args.db, Open::ReadOnly)).transpose() {
+    let store = match args.db.db.is_some().then(|| open_views(&args.db)).transpose() {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -101,7 +101,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
 /// read every delivery in flight). Returns the codes accepted, which the
 /// version keeps.
 pub fn check_before_run(
-    store: &dyn Store,
+    store: &dyn Views,
     new: &crate::load::Loaded,
     accept: &[String],
     now_ms: i64,
@@ -167,7 +167,7 @@ pub fn check_before_run(
 
 /// The files of the program a store ran last (`jadpoc run` and `jadpoc emit`
 /// keep each version's).
-fn stored_sources(store: &dyn Store) -> Result<Vec<SourceFile>, LoadError> {
+fn stored_sources(store: &dyn Views) -> Result<Vec<SourceFile>, LoadError> {
     match store.latest_version() {
         Ok(Some(v)) => Ok(v.sources.into_iter().map(|s| SourceFile { name: s.path, text: s.text }).collect()),
         Ok(None) => Err(LoadError(
@@ -181,7 +181,7 @@ fn stored_sources(store: &dyn Store) -> Result<Vec<SourceFile>, LoadError> {
 /// What `store` holds for each finding's subject, one line each (none when it
 /// holds nothing for it): deliveries not ended by state with the oldest's age,
 /// and for a tightened budget those a claim would give up.
-pub fn in_store(store: &dyn Store, findings: &[Finding], now_ms: i64) -> Result<Vec<Option<String>>, StoreError> {
+pub fn in_store(store: &dyn Views, findings: &[Finding], now_ms: i64) -> Result<Vec<Option<String>>, StoreError> {
     let backlog = store.backlog()?;
     let line = |rows: Vec<&BacklogRow>, whose: String| -> Option<String> {
         let total: u64 = rows.iter().map(|r| r.count).sum();

@@ -3,10 +3,10 @@
 //! Listings only read and work while a `jadpoc run` holds the store.
 
 use crate::args::{Format, FormatArg};
-use crate::store::{DbArg, Open, open_store};
+use crate::store::{DbArg, Open, open_store, open_views};
 use crate::views;
 use jadpo_core::clock::{Clock, SystemClock};
-use jadpo_core::store::{Actions, EventDetail, EventFilter, EventView, Replay, Store, StoreError};
+use jadpo_core::store::{Actions, EventDetail, EventFilter, EventView, Replay, StoreError, Views};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,7 +111,7 @@ fn list(select: &Select, limit: usize, format: Format, db: &DbArg, now_ms: i64) 
         Ok(f) => f,
         Err(message) => return usage(&message),
     };
-    let store = match open_store(db, Open::ReadOnly) {
+    let store = match open_views(db) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -127,7 +127,7 @@ fn list(select: &Select, limit: usize, format: Format, db: &DbArg, now_ms: i64) 
 }
 
 fn show(id: i64, format: Format, db: &DbArg) -> ExitCode {
-    let store = match open_store(db, Open::ReadOnly) {
+    let store = match open_views(db) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -156,7 +156,7 @@ struct Planned {
 
 /// The events a replay names: by id (each must exist), or by name and time
 /// (replays themselves left out, oldest first).
-fn chosen(store: &dyn Store, args: &ReplayArgs, now_ms: i64) -> Result<Vec<Result<EventView, i64>>, ExitCode> {
+fn chosen(store: &dyn Views, args: &ReplayArgs, now_ms: i64) -> Result<Vec<Result<EventView, i64>>, ExitCode> {
     let by_time = args.select.since.is_some() || args.select.until.is_some() || args.select.name.is_some();
     if args.ids.is_empty() != by_time {
         return Err(usage(

@@ -2,7 +2,7 @@
 //! kept invalid. Works while a `jadpoc run` holds the store.
 
 use crate::args::{Format, FormatArg};
-use crate::store::{DbArg, Open, open_store};
+use crate::store::{DbArg, open_views};
 use crate::views;
 use jadpo_core::store::status_now;
 use std::process::ExitCode;
@@ -16,7 +16,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs) -> ExitCode {
-    let store = match open_store(&args.db, Open::ReadOnly) {
+    let store = match open_views(&args.db) {
         Ok(s) => s,
         Err(code) => return code,
     };
