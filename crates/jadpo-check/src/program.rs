@@ -4,6 +4,8 @@
 //! indices, defaults are filled in, durations are milliseconds, and nothing here
 //! refers back to the syntax tree.
 
+// A comparison's operator is the one the syntax reads.
+pub use jadpo_syntax::ast::CompareOp;
 use serde::Serialize;
 
 /// A whole checked program (every file given to one command).
@@ -268,44 +270,6 @@ pub enum Filter {
 pub enum Operand {
     Field(String),
     Literal(Literal),
-}
-
-/// A comparison's operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompareOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CompareOp {
-    /// The operator with its sides swapped: `a < b` is `b > a`.
-    pub fn flipped(self) -> CompareOp {
-        match self {
-            CompareOp::Lt => CompareOp::Gt,
-            CompareOp::Le => CompareOp::Ge,
-            CompareOp::Gt => CompareOp::Lt,
-            CompareOp::Ge => CompareOp::Le,
-            other => other,
-        }
-    }
-
-    /// Whether `ordering` (left against right) satisfies the operator.
-    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
-        use std::cmp::Ordering::*;
-        match self {
-            CompareOp::Eq => ordering == Equal,
-            CompareOp::Ne => ordering != Equal,
-            CompareOp::Lt => ordering == Less,
-            CompareOp::Le => ordering != Greater,
-            CompareOp::Gt => ordering == Greater,
-            CompareOp::Ge => ordering != Less,
-        }
-    }
 }
 
 /// An action call with its arguments, in parameter order.
