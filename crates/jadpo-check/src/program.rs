@@ -4,6 +4,8 @@
 //! indices, defaults are filled in, durations are milliseconds, and nothing here
 //! refers back to the syntax tree.
 
+// A subscriber's budget is declared with its numbers and formulas.
+pub use crate::budget::Budget;
 // A comparison's operator is the one the syntax reads.
 pub use jadpo_syntax::ast::CompareOp;
 use serde::Serialize;
@@ -125,7 +127,7 @@ impl Rate {
             "at {}, {} calls take {} from the first to the last{burst}",
             self.written(),
             crate::words::thousands(n),
-            crate::format_duration_spaced(self.drain_ms(n))
+            crate::duration::format_duration_spaced(self.drain_ms(n))
         )
     }
 }
@@ -195,26 +197,6 @@ pub struct Action {
     /// The path appended to the connection's url; `/` + the action's name by default.
     pub path: String,
     pub idempotent: bool,
-}
-
-/// A subscriber's delivery budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Budget {
-    pub attempts: u32,
-    pub within_ms: u64,
-    pub default_attempts: bool,
-    pub default_within: bool,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            attempts: crate::budget::DEFAULT_ATTEMPTS,
-            within_ms: crate::budget::DEFAULT_WITHIN_MS,
-            default_attempts: true,
-            default_within: true,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
