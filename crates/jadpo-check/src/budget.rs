@@ -3,6 +3,8 @@
 //! The checker uses them for `subscriber.retry_unreachable`, `jadpoc plan` for its
 //! table, and the runtime's core for the waits it draws. Times are milliseconds.
 
+use serde::Serialize;
+
 /// Attempts a subscriber gets when its `retry:` does not say.
 pub const DEFAULT_ATTEMPTS: u32 = 10;
 /// The window a subscriber's attempts must start in when its `retry:` does not say.
@@ -83,19 +85,34 @@ pub fn attempts_that_fit(attempts: u32, within_ms: u64) -> u32 {
     fit
 }
 
+/// A subscriber's delivery budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    pub attempts: u32,
+    pub within_ms: u64,
+    pub default_attempts: bool,
+    pub default_within: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            attempts: DEFAULT_ATTEMPTS,
+            within_ms: DEFAULT_WITHIN_MS,
+            default_attempts: true,
+            default_within: true,
+        }
+    }
+}
+
 /// The budget a subscriber's declaration writes, defaults filled in, when its
 /// `retry:` is valid (the checker reports it otherwise, and there is no plan to
 /// show). Read from the syntax alone, so that an editor can show it while the
 /// program has errors elsewhere.
-pub fn declared(decl: &jadpo_syntax::ast::Decl<'_>) -> Option<crate::program::Budget> {
+pub fn declared(decl: &jadpo_syntax::ast::Decl<'_>) -> Option<Budget> {
     use jadpo_syntax::ast::{Body, ValueKind};
     let Body::Block { block, .. } = &decl.body else { return None };
-    let mut b = crate::program::Budget {
-        attempts: DEFAULT_ATTEMPTS,
-        within_ms: DEFAULT_WITHIN_MS,
-        default_attempts: true,
-        default_within: true,
-    };
+    let mut b = Budget::default();
     let Some(retry) = block.get("retry") else { return Some(b) };
     let ValueKind::Block(retry) = &retry.value.kind else { return None };
     for entry in &retry.entries {

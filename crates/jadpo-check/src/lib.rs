@@ -6,6 +6,7 @@ pub mod builtin;
 mod check;
 pub mod diagnostic;
 pub mod diff;
+mod duration;
 pub mod index;
 pub mod program;
 pub mod registry;
@@ -13,10 +14,9 @@ pub mod report;
 pub mod suggest;
 mod words;
 
-pub use check::{
-    Checked, Lower, Replacement, check, check_again, check_parsed, format_duration, format_duration_spaced,
-};
+pub use check::{Checked, Lower, Replacement, check, check_again, check_parsed};
 pub use diagnostic::{Diagnostic, Label, LineIndex, Position, SourceFile};
+pub use duration::{format_duration, format_duration_spaced};
 pub use index::{Def, DefId, Ref, SymbolIndex, SymbolKind};
 /// Durations as the language writes them, for the runtime's `--fake` answers.
 pub use jadpo_syntax::lexer::parse_duration;

@@ -4,6 +4,10 @@
 //! indices, defaults are filled in, durations are milliseconds, and nothing here
 //! refers back to the syntax tree.
 
+// A subscriber's budget is declared with its numbers and formulas.
+pub use crate::budget::Budget;
+// A comparison's operator is the one the syntax reads.
+pub use jadpo_syntax::ast::CompareOp;
 use serde::Serialize;
 
 /// A whole checked program (every file given to one command).
@@ -123,7 +127,7 @@ impl Rate {
             "at {}, {} calls take {} from the first to the last{burst}",
             self.written(),
             crate::words::thousands(n),
-            crate::format_duration_spaced(self.drain_ms(n))
+            crate::duration::format_duration_spaced(self.drain_ms(n))
         )
     }
 }
@@ -195,26 +199,6 @@ pub struct Action {
     pub idempotent: bool,
 }
 
-/// A subscriber's delivery budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Budget {
-    pub attempts: u32,
-    pub within_ms: u64,
-    pub default_attempts: bool,
-    pub default_within: bool,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            attempts: crate::budget::DEFAULT_ATTEMPTS,
-            within_ms: crate::budget::DEFAULT_WITHIN_MS,
-            default_attempts: true,
-            default_within: true,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Subscriber {
     pub name: String,
@@ -268,44 +252,6 @@ pub enum Filter {
 pub enum Operand {
     Field(String),
     Literal(Literal),
-}
-
-/// A comparison's operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompareOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CompareOp {
-    /// The operator with its sides swapped: `a < b` is `b > a`.
-    pub fn flipped(self) -> CompareOp {
-        match self {
-            CompareOp::Lt => CompareOp::Gt,
-            CompareOp::Le => CompareOp::Ge,
-            CompareOp::Gt => CompareOp::Lt,
-            CompareOp::Ge => CompareOp::Le,
-            other => other,
-        }
-    }
-
-    /// Whether `ordering` (left against right) satisfies the operator.
-    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
-        use std::cmp::Ordering::*;
-        match self {
-            CompareOp::Eq => ordering == Equal,
-            CompareOp::Ne => ordering != Equal,
-            CompareOp::Lt => ordering == Less,
-            CompareOp::Le => ordering != Greater,
-            CompareOp::Gt => ordering == Greater,
-            CompareOp::Ge => ordering != Less,
-        }
-    }
 }
 
 /// An action call with its arguments, in parameter order.

@@ -16,4 +16,5 @@ pub mod client;
 pub mod ingest;
 pub mod metrics;
 pub mod server;
+mod setup;
 pub mod signing;

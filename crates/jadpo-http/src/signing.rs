@@ -12,8 +12,7 @@
 //! parsed when `jadpoc run` starts, so a missing or malformed one refuses the
 //! start instead of failing every call.
 
-use crate::client::HttpSetupError;
-use crate::client::tls::{PemUnread, pem_text};
+use crate::setup::{HttpSetupError, PemUnread, pem_text};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hyper::HeaderMap;

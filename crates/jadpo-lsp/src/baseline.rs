@@ -6,14 +6,21 @@
 //! after an edit does not), so typing costs nothing more.
 
 use crate::analysis::Analysis;
-use crate::handlers;
+use crate::convert;
 use crate::line_index::Encoding;
-use crate::server::ReadBaselineFn;
 use jadpo_check::diff::{DiffSeverity, Finding, Side, diff};
 use jadpo_check::{Checked, Lower, Severity, SourceFile, check};
 use jadpo_syntax::ast::Span;
 use lsp_types as lsp;
 use std::path::Path;
+
+/// Reads a baseline program for a workspace folder: `git:REF` (the folder's
+/// files at that revision) or a file or folder (relative to the workspace
+/// folder); the files, or why they could not be read.
+pub type ReadBaseline = Box<ReadBaselineFn>;
+
+/// What [`ReadBaseline`] boxes.
+pub type ReadBaselineFn = dyn Fn(&Path, &str) -> Result<Vec<SourceFile>, String> + Send;
 
 /// Where diagnostics of the comparison come from, for editors to tell them apart.
 const SOURCE: &str = "jadpo diff";
@@ -92,7 +99,7 @@ fn diagnostic(a: &Analysis, uris: &[String], enc: Encoding, f: &Finding) -> Opti
     match (&f.new_at, &f.old_at) {
         (Some(at), _) => {
             let mut d = note(message, severity, Some(f.code.as_str()));
-            d.range = handlers::range(a, at.file, Span { start: at.start, end: at.end }, enc);
+            d.range = convert::range(a, at.file, Span { start: at.start, end: at.end }, enc);
             Some((uris.get(at.file)?.clone(), d))
         }
         (None, Some(old)) => {

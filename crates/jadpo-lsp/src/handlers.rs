@@ -1,17 +1,16 @@
 //! The protocol's side: capabilities, and one thin handler per request that turns
 //! positions into offsets, asks the analysis, and turns the answer back.
 
-use crate::analysis::{Analysis, CompletionKind, Edit, Symbol};
-use crate::line_index::{Encoding, LineCol};
-use crate::server::{Server, normalize};
-use jadpo_check::{Code, Diagnostic, Severity, SymbolKind};
+use crate::analysis::{Analysis, CompletionKind, Symbol};
+use crate::convert::{diagnostic, location, normalize, offset, position, range, workspace_edit};
+use crate::line_index::Encoding;
+use jadpo_check::SymbolKind;
 use jadpo_syntax::ast::Span;
 use lsp_server::{ErrorCode, Request};
 use lsp_types::request::{self as r, Request as _};
 use lsp_types::{self as lsp};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// A request's error: a JSON-RPC code and a message.
 pub(crate) struct Error {
@@ -77,9 +76,28 @@ fn json<T: serde::Serialize>(v: T) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(|e| Error::new(ErrorCode::InternalError, e.to_string()))
 }
 
-/// Answers one request.
-pub(crate) fn request(server: &mut Server, req: Request) -> Result<Value, Error> {
-    let enc = server.enc;
+/// What a request is answered from: the programs the server keeps, each checked
+/// again first when a file of it changed.
+pub(crate) trait Programs {
+    /// The fresh analysis of the program holding `uri`, the file's index in it,
+    /// and the URI of each of its files.
+    fn analysis_for(&mut self, uri: &str) -> Option<(&Analysis, usize, &[String])>;
+    /// Every program's fresh analysis, with the URI of each of its files.
+    fn analyses(&mut self) -> Vec<(&Analysis, &[String])>;
+}
+
+/// What the client said it takes, at its start.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client {
+    /// The encoding of the protocol's positions.
+    pub enc: Encoding,
+    /// Whether completion items may be snippets.
+    pub snippets: bool,
+}
+
+/// Answers one request from `server`'s programs.
+pub(crate) fn request(server: &mut impl Programs, client: Client, req: Request) -> Result<Value, Error> {
+    let enc = client.enc;
     match req.method.as_str() {
         r::HoverRequest::METHOD => {
             let p: lsp::HoverParams = params(req)?;
@@ -129,7 +147,7 @@ pub(crate) fn request(server: &mut Server, req: Request) -> Result<Value, Error>
         r::Completion::METHOD => {
             let p: lsp::CompletionParams = params(req)?;
             let at = &p.text_document_position;
-            let snippets = server.snippets;
+            let snippets = client.snippets;
             let Some((a, file, _)) = server.analysis_for(at.text_document.uri.as_str()) else { return Ok(Value::Null) };
             let offset = offset(a, file, at.position, enc);
             let items: Vec<lsp::CompletionItem> = a
@@ -243,74 +261,6 @@ pub(crate) fn request(server: &mut Server, req: Request) -> Result<Value, Error>
         _ => {
             Err(Error::new(ErrorCode::MethodNotFound, format!("`{}` is not a method this server answers", req.method)))
         }
-    }
-}
-
-fn offset(a: &Analysis, file: usize, p: lsp::Position, enc: Encoding) -> u32 {
-    a.line_index(file).map_or(0, |i| i.offset(a.text(file), LineCol { line: p.line, col: p.character }, enc))
-}
-
-fn position(a: &Analysis, file: usize, offset: u32, enc: Encoding) -> lsp::Position {
-    let lc = a.line_index(file).map_or(LineCol { line: 0, col: 0 }, |i| i.line_col(a.text(file), offset, enc));
-    lsp::Position { line: lc.line, character: lc.col }
-}
-
-pub(crate) fn range(a: &Analysis, file: usize, span: Span, enc: Encoding) -> lsp::Range {
-    lsp::Range { start: position(a, file, span.start, enc), end: position(a, file, span.end, enc) }
-}
-
-fn location(a: &Analysis, uris: &[String], file: usize, span: Span, enc: Encoding) -> Option<lsp::Location> {
-    let uri = uris.get(file)?.parse::<lsp::Uri>().ok()?;
-    Some(lsp::Location { uri, range: range(a, file, span, enc) })
-}
-
-// lsp-types keys a workspace edit's changes by `Uri`, whose parsed form caches
-// lazily; the keys are never changed once inserted.
-#[allow(clippy::mutable_key_type)]
-fn workspace_edit(a: &Analysis, uris: &[String], edits: &[Edit], enc: Encoding) -> lsp::WorkspaceEdit {
-    let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
-    for e in edits {
-        let Some(uri) = uris.get(e.file).and_then(|u| u.parse::<lsp::Uri>().ok()) else { continue };
-        changes
-            .entry(uri)
-            .or_default()
-            .push(lsp::TextEdit { range: range(a, e.file, e.span, enc), new_text: e.text.clone() });
-    }
-    lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() }
-}
-
-/// A checker diagnostic as the protocol carries it: the code, the help in the
-/// message, the labels as related information, unused declarations tagged.
-pub(crate) fn diagnostic(a: &Analysis, uris: &[String], enc: Encoding, d: &Diagnostic) -> lsp::Diagnostic {
-    let mut message = d.message.clone();
-    if let Some(help) = &d.help {
-        message.push_str("\nhelp: ");
-        message.push_str(help);
-    }
-    let related: Vec<lsp::DiagnosticRelatedInformation> = d
-        .labels
-        .iter()
-        .filter_map(|l| {
-            Some(lsp::DiagnosticRelatedInformation {
-                location: location(a, uris, l.file, l.span, enc)?,
-                message: l.message.clone(),
-            })
-        })
-        .collect();
-    let unused = matches!(d.code, Code::EventUnused | Code::ActionUnused | Code::ConnectionUnused);
-    lsp::Diagnostic {
-        range: range(a, d.file, d.span, enc),
-        severity: Some(match d.severity() {
-            Severity::Error => lsp::DiagnosticSeverity::ERROR,
-            Severity::Warning => lsp::DiagnosticSeverity::WARNING,
-        }),
-        code: Some(lsp::NumberOrString::String(d.code.as_str().into())),
-        code_description: None,
-        source: Some("jadpo".into()),
-        message,
-        related_information: if related.is_empty() { None } else { Some(related) },
-        tags: unused.then(|| vec![lsp::DiagnosticTag::UNNECESSARY]),
-        data: None,
     }
 }
 

@@ -9,13 +9,15 @@
 
 pub mod analysis;
 mod baseline;
+mod convert;
 mod handlers;
 pub mod line_index;
 mod server;
 
 pub use analysis::Analysis;
+pub use baseline::ReadBaseline;
 pub use lsp_server::Connection;
-pub use server::{FindFiles, IDLE_AFTER_CHECK, Options, ReadBaseline, run};
+pub use server::{FindFiles, IDLE_AFTER_CHECK, Options, run};
 
 #[cfg(test)]
 mod tidy {

@@ -2,7 +2,9 @@
 //! and when to check them again.
 
 use crate::analysis::{Analysis, TEXT_SLACK};
-use crate::handlers;
+use crate::baseline::{Baseline, ReadBaseline};
+use crate::convert::{self, normalize, path_of, uri_of};
+use crate::handlers::{self, Programs};
 use crate::line_index::{Encoding, LineCol, LineIndex};
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::Notification as _;
@@ -10,7 +12,6 @@ use lsp_types::{self as lsp, notification as n};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use url::Url;
 
 /// Finds the `.jadpo` files of a workspace folder, as `jadpoc check DIR` finds them
 /// (an empty list when there are none or the folder cannot be read).
@@ -19,14 +20,6 @@ pub type FindFiles = Box<dyn Fn(&Path) -> Vec<PathBuf> + Send>;
 /// How long the server waits, after a check, for more messages before it calls
 /// [`Options::after_check`].
 pub const IDLE_AFTER_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Reads a baseline program for a workspace folder: `git:REF` (the folder's
-/// files at that revision) or a file or folder (relative to the workspace
-/// folder); the files, or why they could not be read.
-pub type ReadBaseline = Box<ReadBaselineFn>;
-
-/// What [`ReadBaseline`] boxes.
-pub type ReadBaselineFn = dyn Fn(&Path, &str) -> Result<Vec<jadpo_check::SourceFile>, String> + Send;
 
 /// What the command line gives the server.
 pub struct Options {
@@ -83,7 +76,7 @@ pub(crate) struct Program {
     pub published: HashMap<String, Vec<lsp::Diagnostic>>,
     /// The baseline the program is compared with, once read (a folder's program
     /// with a baseline configured).
-    pub baseline: Option<crate::baseline::Baseline>,
+    pub baseline: Option<Baseline>,
 }
 
 pub(crate) struct Server {
@@ -102,27 +95,6 @@ pub(crate) struct Server {
     checked: bool,
     shutting_down: bool,
     next_request: i32,
-}
-
-/// A URI in one spelling: file URIs as the `url` crate writes a path, so that the
-/// editor's and the disk's names of one file are equal.
-pub(crate) fn normalize(uri: &str) -> String {
-    match Url::parse(uri) {
-        Ok(url) if url.scheme() == "file" => match url.to_file_path() {
-            Ok(path) => Url::from_file_path(&path).map_or_else(|()| url.to_string(), |u| u.to_string()),
-            Err(()) => url.to_string(),
-        },
-        Ok(url) => url.to_string(),
-        Err(_) => uri.to_string(),
-    }
-}
-
-pub(crate) fn path_of(uri: &str) -> Option<PathBuf> {
-    Url::parse(uri).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok())
-}
-
-fn uri_of(path: &Path) -> String {
-    Url::from_file_path(path).map_or_else(|()| path.display().to_string(), |u| u.to_string())
 }
 
 /// Runs the server on `connection` until the client says `exit`.
@@ -268,7 +240,9 @@ impl Server {
     /// the server keeps answering.
     fn request(&mut self, req: Request) -> Response {
         let id: RequestId = req.id.clone();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handlers::request(self, req)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handlers::request(self, handlers::Client { enc: self.enc, snippets: self.snippets }, req)
+        }));
         match outcome {
             Ok(Ok(value)) => Response::new_ok(id, value),
             Ok(Err(e)) => Response::new_err(id, e.code, e.message),
@@ -458,25 +432,6 @@ impl Server {
         }
     }
 
-    /// The fresh analysis of the program holding `uri`, the file's index in it, and
-    /// the URI of each of its files.
-    pub(crate) fn analysis_for(&mut self, uri: &str) -> Option<(&Analysis, usize, &[String])> {
-        let uri = normalize(uri);
-        let i = self.program_of(&uri)?;
-        if self.programs[i].stale {
-            self.refresh(i);
-        }
-        let p = &self.programs[i];
-        let file = p.uris.iter().position(|u| *u == uri)?;
-        Some((p.analysis.as_ref()?, file, p.uris.as_slice()))
-    }
-
-    /// Every program's fresh analysis.
-    pub(crate) fn analyses(&mut self) -> Vec<(&Analysis, &[String])> {
-        self.publish_stale();
-        self.programs.iter().filter_map(|p| Some((p.analysis.as_ref()?, p.uris.as_slice()))).collect()
-    }
-
     /// Reads a program's files (open buffers first, then disk), checks them and
     /// publishes the diagnostics that changed.
     fn refresh(&mut self, i: usize) {
@@ -537,14 +492,13 @@ impl Server {
         let mut fresh: HashMap<String, Vec<lsp::Diagnostic>> = uris.iter().map(|u| (u.clone(), Vec::new())).collect();
         for d in analysis.diagnostics() {
             if let Some(uri) = uris.get(d.file) {
-                let converted = handlers::diagnostic(&analysis, &uris, self.enc, d);
+                let converted = convert::diagnostic(&analysis, &uris, self.enc, d);
                 fresh.entry(uri.clone()).or_default().push(converted);
             }
         }
         if let (Some(spec), Some(root)) = (&self.baseline, self.programs[i].root.clone()) {
             let read = &*self.read_baseline;
-            let baseline =
-                self.programs[i].baseline.get_or_insert_with(|| crate::baseline::Baseline::read(read, &root, spec));
+            let baseline = self.programs[i].baseline.get_or_insert_with(|| Baseline::read(read, &root, spec));
             for (uri, d) in baseline.findings(&analysis, &uris, self.enc) {
                 fresh.entry(uri).or_default().push(d);
             }
@@ -598,6 +552,24 @@ impl Server {
     fn send(&self, msg: Message) {
         // The client has gone when this fails; the main loop ends on the next receive.
         let _ = self.sender.send(msg);
+    }
+}
+
+impl Programs for Server {
+    fn analysis_for(&mut self, uri: &str) -> Option<(&Analysis, usize, &[String])> {
+        let uri = normalize(uri);
+        let i = self.program_of(&uri)?;
+        if self.programs[i].stale {
+            self.refresh(i);
+        }
+        let p = &self.programs[i];
+        let file = p.uris.iter().position(|u| *u == uri)?;
+        Some((p.analysis.as_ref()?, file, p.uris.as_slice()))
+    }
+
+    fn analyses(&mut self) -> Vec<(&Analysis, &[String])> {
+        self.publish_stale();
+        self.programs.iter().filter_map(|p| Some((p.analysis.as_ref()?, p.uris.as_slice()))).collect()
     }
 }
 

@@ -193,8 +193,10 @@ pub enum Expr<'a> {
     Paren(Value<'a>),
 }
 
-/// A comparison's operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A comparison's operator: as written, and in the checked program (where it is
+/// serialized by its name in lowercase, `eq` to `ge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CompareOp {
     Eq,
     Ne,
@@ -214,6 +216,30 @@ impl CompareOp {
             CompareOp::Le => "<=",
             CompareOp::Gt => ">",
             CompareOp::Ge => ">=",
+        }
+    }
+
+    /// The operator with its sides swapped: `a < b` is `b > a`.
+    pub fn flipped(self) -> CompareOp {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::Le => CompareOp::Ge,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::Ge => CompareOp::Le,
+            other => other,
+        }
+    }
+
+    /// Whether `ordering` (left against right) satisfies the operator.
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareOp::Eq => ordering == Equal,
+            CompareOp::Ne => ordering != Equal,
+            CompareOp::Lt => ordering == Less,
+            CompareOp::Le => ordering != Greater,
+            CompareOp::Gt => ordering == Greater,
+            CompareOp::Ge => ordering != Less,
         }
     }
 }

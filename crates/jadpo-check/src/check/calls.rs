@@ -1,9 +1,10 @@
 //! Calls and arguments: a `run:` call's action, its arity, and each argument
 //! against its parameter's type.
 
-use super::values::{assignable, format_duration, type_name};
+use super::values::{assignable, type_name};
 use super::{Cx, Lower};
 use crate::diagnostic::Diagnostic;
+use crate::duration::format_duration;
 use crate::program::{self as p, BaseType, Type};
 use crate::registry::Code;
 use crate::words::plural;

@@ -2,10 +2,11 @@
 //! schedules. Connections have their own module.
 
 use super::calls::CallSite;
-use super::values::{EVENT_TYPES, base_type, format_duration};
+use super::values::{EVENT_TYPES, base_type};
 use super::{Cx, Lower, Resolved};
 use crate::budget::*;
 use crate::diagnostic::Diagnostic;
+use crate::duration::format_duration;
 use crate::program::{self as p, Type};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;

@@ -302,7 +302,6 @@ impl<'a> Cx<'_, 'a> {
         right: Side<'_, 'a>,
     ) -> Option<p::Filter> {
         let code = Code::SubscriberWhereInvalid;
-        let op = lower_op(op);
         // The field on the left: `10 < event.n` is `event.n > 10`.
         let (field, other, op) = match (left, right) {
             (Side::Literal(..), Side::Literal(..)) => {
@@ -348,7 +347,7 @@ impl<'a> Cx<'_, 'a> {
             }
         };
         let ordered = matches!(ty.base, BaseType::Int | BaseType::Float | BaseType::Time);
-        if !ordered && !matches!(op, p::CompareOp::Eq | p::CompareOp::Ne) {
+        if !ordered && !matches!(op, CompareOp::Eq | CompareOp::Ne) {
             self.push(
                 Diagnostic::new(
                     code,
@@ -402,15 +401,4 @@ fn article(word: &str) -> &'static str {
 fn comparable(field: BaseType, other: BaseType) -> bool {
     use BaseType::*;
     field == other || matches!((field, other), (Int, Float) | (Float, Int) | (Time, String))
-}
-
-fn lower_op(op: CompareOp) -> p::CompareOp {
-    match op {
-        CompareOp::Eq => p::CompareOp::Eq,
-        CompareOp::Ne => p::CompareOp::Ne,
-        CompareOp::Lt => p::CompareOp::Lt,
-        CompareOp::Le => p::CompareOp::Le,
-        CompareOp::Gt => p::CompareOp::Gt,
-        CompareOp::Ge => p::CompareOp::Ge,
-    }
 }

@@ -17,7 +17,6 @@ mod test_blocks;
 mod values;
 
 pub use again::Replacement;
-pub use values::{format_duration, format_duration_spaced};
 
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::index::{DefId, SymbolIndex};

@@ -1,8 +1,8 @@
 //! Values: types, value ranges and durations as the language writes them.
 
 use super::Cx;
-use crate::budget::*;
 use crate::diagnostic::Diagnostic;
+use crate::duration::format_duration;
 use crate::program::{BaseType, Type, is_timestamp};
 use crate::registry::Code;
 use crate::suggest::did_you_mean;
@@ -36,31 +36,6 @@ pub(super) fn type_name(t: Type) -> String {
 pub(super) fn assignable(arg: Type, param: Type) -> bool {
     (arg.base == param.base || (arg.base == BaseType::Int && param.base == BaseType::Float))
         && (!arg.optional || param.optional)
-}
-
-/// Renders a duration in milliseconds the way the language writes it.
-pub fn format_duration(ms: u64) -> String {
-    duration_parts(ms).concat()
-}
-
-/// A duration for reading rather than writing back: `4h 15m 30s`.
-pub fn format_duration_spaced(ms: u64) -> String {
-    duration_parts(ms).join(" ")
-}
-
-fn duration_parts(ms: u64) -> Vec<String> {
-    if ms == 0 {
-        return vec!["0s".into()];
-    }
-    let mut parts = Vec::new();
-    let mut rest = ms;
-    for (unit, size) in [("d", DAY_MS), ("h", HOUR_MS), ("m", MINUTE_MS), ("s", SECOND_MS), ("ms", 1)] {
-        if rest >= size {
-            parts.push(format!("{}{unit}", rest / size));
-            rest %= size;
-        }
-    }
-    parts
 }
 
 impl<'a> Cx<'_, 'a> {

@@ -7,7 +7,7 @@
 //! system has none; a connection's `tls: { ca: ... }` adds its own, or with
 //! `only_ca: true` trusts only those.
 
-use super::HttpSetupError;
+use crate::setup::{HttpSetupError, PemUnread, pem_text};
 use jadpo_check::program::{Pem, Tls};
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject;
@@ -93,23 +93,6 @@ fn add_all(roots: &mut RootCertStore, certs: Vec<CertificateDer<'static>>) -> Re
         roots.add(c).map_err(|e| format!("a certificate cannot be a root: {e}"))?;
     }
     Ok(())
-}
-
-/// Why PEM text could not be read.
-pub(crate) enum PemUnread {
-    /// The file, as shown, and the error reading it.
-    File(String, std::io::Error),
-    /// The variable, which is not set.
-    Unset(String),
-}
-
-/// The text of `pem` (a file's content or an environment variable's value), or
-/// why it could not be read; the TLS settings and a signing key read PEM alike.
-pub(crate) fn pem_text(pem: &Pem, env: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<u8>, PemUnread> {
-    match pem {
-        Pem::File(path) => std::fs::read(path).map_err(|e| PemUnread::File(path.display().to_string(), e)),
-        Pem::Env(name) => env(name).map(OsString::into_encoded_bytes).ok_or_else(|| PemUnread::Unset(name.clone())),
-    }
 }
 
 /// The PEM text of `pem`, and where it was read in words.

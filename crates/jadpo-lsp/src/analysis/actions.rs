@@ -1,9 +1,8 @@
 //! Code actions: the fixes the diagnostics point at.
 
 use super::Analysis;
-use super::hints::budget_of;
 use super::keys::{BlockKind, keys_of};
-use jadpo_check::budget::{attempts_that_fit, average_start_ms};
+use jadpo_check::budget::{attempts_that_fit, average_start_ms, declared};
 use jadpo_check::{Code, Diagnostic, format_duration};
 use jadpo_syntax::ast::{Block, Body, Decl, Span, ValueKind};
 
@@ -75,7 +74,7 @@ impl Analysis {
             let Some(decl) = decls.iter().find(|x| x.span.start <= d.span.start && d.span.end <= x.span.end) else {
                 return Vec::new();
             };
-            let Some(budget) = budget_of(decl) else { return Vec::new() };
+            let Some(budget) = declared(decl) else { return Vec::new() };
             let Body::Block { block, .. } = &decl.body else { return Vec::new() };
             let Some(retry) = block.get("retry") else { return Vec::new() };
             let ValueKind::Block(retry) = &retry.value.kind else { return Vec::new() };

@@ -2,13 +2,9 @@
 //! its name when it has none.
 
 use super::Analysis;
-use jadpo_check::budget::{attempts_that_fit, plan};
+use jadpo_check::budget::{Budget, attempts_that_fit, declared, plan};
 use jadpo_check::format_duration;
 use jadpo_syntax::ast::{Body, DeclKind, Span};
-
-/// A subscriber's retry budget and the one its declaration writes: the checker's.
-pub(crate) use jadpo_check::budget::declared as budget_of;
-pub(crate) use jadpo_check::program::Budget;
 
 /// An inlay hint: a label shown at an offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +23,7 @@ impl Analysis {
                 .iter()
                 .filter(|d| d.kind == DeclKind::Subscriber && d.span.start <= range.end && range.start <= d.span.end)
                 .filter_map(|d| {
-                    let budget = budget_of(d)?;
+                    let budget = declared(d)?;
                     let Body::Block { block, .. } = &d.body else { return None };
                     let offset = block.get("retry").map_or(d.name.span.end, |e| e.value.span.end);
                     (range.start <= offset && offset <= range.end).then(|| Hint {

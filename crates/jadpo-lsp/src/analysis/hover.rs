@@ -4,9 +4,8 @@
 
 use super::Analysis;
 use super::cursor::cursor_at;
-use super::hints::{Budget, budget_of};
 use super::keys::{BlockKind, keys_of};
-use jadpo_check::budget::{attempts_that_fit, plan};
+use jadpo_check::budget::{Budget, attempts_that_fit, declared, plan};
 use jadpo_check::{Code, Def, SymbolKind, format_duration_spaced};
 use jadpo_syntax::ast::{Body, Decl, DeclKind, Span};
 use std::fmt::Write as _;
@@ -96,7 +95,7 @@ impl Analysis {
     /// `jadpoc plan` prints it.
     fn budget_hover(&self, def: &Def) -> Option<String> {
         let budget = self.with_decls(def.file, |decls| {
-            decls.iter().find(|d| d.kind == DeclKind::Subscriber && d.name.span == def.name_span).and_then(budget_of)
+            decls.iter().find(|d| d.kind == DeclKind::Subscriber && d.name.span == def.name_span).and_then(declared)
         })?;
         Some(plan_markdown(&budget))
     }

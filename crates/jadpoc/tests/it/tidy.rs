@@ -559,3 +559,339 @@ fn tidy_every_random_draw_comes_from_the_one_seeded_source() {
         found.join("\n")
     );
 }
+
+/// A module of a crate by its path from the crate's root (`[]` for `lib.rs` or
+/// `main.rs`, `["a", "b"]` for `a/b.rs` or `a/b/mod.rs`).
+type ModulePath = Vec<String>;
+
+/// The module a source file of `src` is.
+fn module_of(src: &Path, file: &Path) -> ModulePath {
+    let rel = file.strip_prefix(src).unwrap_or(file).with_extension("");
+    let mut path: ModulePath = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    if path == ["lib"] || path == ["main"] || path.last().is_some_and(|s| s == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// Whether one of the two modules is the other or holds it.
+fn nested(a: &[String], b: &[String]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// A code line with its string and character literals emptied and its trailing
+/// comment cut.
+fn code_only(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(s) = chars.next() {
+                    match s {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            // A character literal (`'"'`, `'\''`); a lifetime's quote stays.
+            '\'' => {
+                let rest: String = chars.clone().take(12).collect();
+                let len = if rest.starts_with('\\') {
+                    // The escaped character, then the closing quote.
+                    rest.get(2..).and_then(|r| r.find('\'')).map(|i| i + 3)
+                } else {
+                    rest.char_indices().nth(1).filter(|(_, q)| *q == '\'').map(|(i, _)| i + 1)
+                };
+                match len {
+                    Some(len) => {
+                        chars.by_ref().take(rest[..len].chars().count()).for_each(drop);
+                        out.push_str("' '");
+                    }
+                    None => out.push(c),
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// One path a file names from inside its crate.
+struct Named {
+    /// The module of the file that names it.
+    from: ModulePath,
+    /// `FILE:LINE: PATH`, to show.
+    place: String,
+    /// The path from the crate's root.
+    path: ModulePath,
+    /// The name it is brought in as: its last, or its `as` name.
+    name: String,
+    /// Whether it is re-exported (`pub use`, `pub(crate) use`).
+    public: bool,
+}
+
+/// The paths a code line names: each `crate::`, `super::` or `self::` path, as far
+/// as its last name (`crate::a::f(x)` gives `crate::a::f`), with that name; a
+/// `use` line's paths from its tree, each with the name it is brought in as (`use
+/// crate::a::B as C` gives `crate::a::B` and `C`) and whether it is re-exported.
+/// A `use` of a path starting otherwise (`use x::Y`, naming a submodule `x` or
+/// another crate) is given too: only its resolution tells which.
+fn named_paths(line: &str) -> Vec<(String, String, bool)> {
+    let trimmed = line.trim_start();
+    let public = trimmed.starts_with("pub");
+    if ["use ", "pub use ", "pub(crate) use ", "pub(super) use "].iter().any(|p| trimmed.starts_with(p)) {
+        // `code_lines` gives the whole statement, then its paths.
+        let statement = trimmed.split_once(';').map_or(trimmed, |(s, _)| s);
+        let tree = statement.split_once("use ").map_or(statement, |(_, t)| t);
+        // `as` cannot be a name, so an alias rides along as the path's last two.
+        return use_paths(&tree.replace(" as ", "::as::"))
+            .into_iter()
+            .map(|p| {
+                let (path, alias) = p.split_once("::as::").unwrap_or((&p, ""));
+                let name = if alias.is_empty() { path.rsplit("::").next().unwrap_or(path) } else { alias };
+                (path.trim().to_string(), name.trim().to_string(), public)
+            })
+            .collect();
+    }
+    let code = code_only(line);
+    let mut found = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            // A path's start: not `$crate::`, `a::self::` or `my_crate::`.
+            if code[..at].ends_with(|c: char| c == '$' || c == ':' || c == '_' || c.is_alphanumeric()) {
+                continue;
+            }
+            let rest = &code[at..];
+            let end = rest.find(|c: char| !(c == ':' || c == '_' || c.is_alphanumeric())).unwrap_or(rest.len());
+            let path = rest[..end].trim_end_matches(':');
+            let name = path.rsplit("::").next().unwrap_or(path);
+            found.push((path.to_string(), name.to_string(), false));
+        }
+    }
+    found
+}
+
+/// Whether module `from` has a submodule `name`.
+fn has_submodule(from: &[String], name: &str, modules: &[ModulePath]) -> bool {
+    modules.iter().any(|m| m.len() == from.len() + 1 && m.starts_with(from) && m[from.len()] == name)
+}
+
+/// `path`, named in module `from`, as a path from the crate's root; `None` for a
+/// path into another crate.
+fn absolute(from: &[String], path: &str, modules: &[ModulePath]) -> Option<ModulePath> {
+    let mut segments = path.split("::").filter(|s| !s.is_empty() && *s != "*").peekable();
+    let mut out: ModulePath = match segments.peek().copied() {
+        Some("crate") => {
+            segments.next();
+            Vec::new()
+        }
+        Some("super" | "self") => {
+            let mut out = from.to_vec();
+            while let Some(s @ ("super" | "self")) = segments.peek().copied() {
+                if s == "super" {
+                    out.pop();
+                }
+                segments.next();
+            }
+            out
+        }
+        // `use x::Y` in a module that has a submodule `x`.
+        Some(first) if has_submodule(from, first, modules) => from.to_vec(),
+        _ => return None,
+    };
+    out.extend(segments.filter(|s| *s != "self").map(str::to_string));
+    Some(out)
+}
+
+/// The modules an absolute path names: the longest of its prefixes that is a
+/// module and, when the name after it is one that module re-exports, the modules
+/// the re-exported path names in turn. `reexports` holds each module's re-exported
+/// names (`*` for a glob) and their paths.
+fn modules_named(
+    path: &[String],
+    modules: &[ModulePath],
+    reexports: &[(&ModulePath, &str, &ModulePath)],
+) -> Vec<ModulePath> {
+    let mut out: Vec<ModulePath> = Vec::new();
+    let mut path = path.to_vec();
+    // The longest prefix that is a module (the crate's root at least).
+    while let Some(module) = (0..=path.len()).rev().map(|n| &path[..n]).find(|p| modules.iter().any(|m| m == p)) {
+        // A re-export of a re-export is followed, and a ring of them stops.
+        if out.iter().any(|m| m == module) {
+            break;
+        }
+        let module = module.to_vec();
+        let next = path.get(module.len()).and_then(|item| {
+            let (_, name, target) =
+                reexports.iter().find(|(m, name, _)| **m == module && (name == item || *name == "*"))?;
+            let mut target = target.to_vec();
+            if *name == "*" {
+                target.push(item.clone());
+            }
+            Some(target)
+        });
+        out.push(module);
+        match next {
+            Some(target) => path = target,
+            None => break,
+        }
+    }
+    out
+}
+
+/// The import cycles among the modules of the crate whose source is `src` (its
+/// non-test `files`), as [`tidy_no_module_imports_itself_through_others`] defines
+/// them: each as `a -> b -> a`, then, for each step, the line that makes it.
+fn import_cycles(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut modules: Vec<ModulePath> = files.iter().map(|f| module_of(src, f)).collect();
+    modules.sort();
+    modules.dedup();
+    let mut named: Vec<Named> = Vec::new();
+    for file in files {
+        let from = module_of(src, file);
+        for (n, line) in code_lines(file) {
+            for (path, name, public) in named_paths(&line) {
+                if let Some(abs) = absolute(&from, &path, &modules) {
+                    let place = format!("{}:{n}: {path}", shown(file));
+                    named.push(Named { from: from.clone(), place, path: abs, name, public });
+                }
+            }
+        }
+    }
+    let reexports: Vec<(&ModulePath, &str, &ModulePath)> =
+        named.iter().filter(|n| n.public).map(|n| (&n.from, n.name.as_str(), &n.path)).collect();
+    // The modules holding each end of each import, by index in `modules`, to the
+    // first line that makes the step.
+    let index = |m: &[String]| modules.iter().position(|x| x == m);
+    let holders = |m: &[String]| (0..=m.len()).filter_map(|n| index(&m[..n])).collect::<Vec<usize>>();
+    let mut edges: std::collections::BTreeMap<(usize, usize), &str> = std::collections::BTreeMap::new();
+    for n in &named {
+        for to in modules_named(&n.path, &modules, &reexports) {
+            for a in holders(&n.from) {
+                for b in holders(&to) {
+                    if !nested(&modules[a], &modules[b]) {
+                        edges.entry((a, b)).or_insert(&n.place);
+                    }
+                }
+            }
+        }
+    }
+    let mut next: Vec<Vec<usize>> = vec![Vec::new(); modules.len()];
+    for &(a, b) in edges.keys() {
+        next[a].push(b);
+    }
+    // Each elementary cycle once, from its first module: every walk from `start`
+    // through later modules only that comes back to it.
+    fn walk(start: usize, path: &mut Vec<usize>, next: &[Vec<usize>], out: &mut Vec<Vec<usize>>) {
+        let Some(&at) = path.last() else { return };
+        for &to in &next[at] {
+            if to == start {
+                out.push(path.clone());
+            } else if to > start && !path.contains(&to) && out.len() < 100 {
+                path.push(to);
+                walk(start, path, next, out);
+                path.pop();
+            }
+        }
+    }
+    let mut cycles = Vec::new();
+    for start in 0..modules.len() {
+        walk(start, &mut vec![start], &next, &mut cycles);
+    }
+    let name = |i: usize| if modules[i].is_empty() { "crate".to_string() } else { modules[i].join("::") };
+    cycles
+        .iter()
+        .map(|cycle| {
+            let mut out = cycle.iter().chain(&cycle[..1]).map(|&m| name(m)).collect::<Vec<_>>().join(" -> ");
+            for (i, &a) in cycle.iter().enumerate() {
+                let b = cycle[(i + 1) % cycle.len()];
+                out.push_str(&format!("\n    {} -> {}: {}", name(a), name(b), edges[&(a, b)]));
+            }
+            out
+        })
+        .collect()
+}
+
+/// No module of a crate imports itself through others, in a cycle of any length
+/// (`a -> b -> a`, `a -> b -> c -> a`): a ring of files has no order to read or
+/// change them in, and no part of it can be taken alone.
+///
+/// The rule, per crate:
+/// - A file imports another when it names that file's module in a path: in a
+///   `use`, or as a `crate::`, `super::` or `self::` path anywhere in its code
+///   (`crate::a::f(x)`), each read up to the longest prefix that is a module of
+///   the crate (`a.rs` or `a/mod.rs` is `a`, `a/b.rs` is `a::b`). When the name
+///   after that prefix is one the module re-exports (`pub use`, `pub(crate) use`),
+///   the path imports the module the re-export comes from too, through re-exports
+///   of re-exports: `crate::Checked` names `lib.rs` and the module that declares
+///   `Checked`. Comments, a line's string literals and `#[cfg(test)]` items name
+///   nothing.
+/// - A module is its file with its submodules, and one module imports another
+///   when a file of the first imports a file of the second, neither module holding
+///   the other. A module and its own submodules are one piece: the parent declares
+///   them and presents their items, they use what it shares, so `check/values.rs`
+///   naming `super::Cx` while `check/mod.rs` names `values::type_name` is no
+///   cycle. But what a submodule imports, every module holding it imports, and
+///   what imports a submodule imports every module holding it: `signing.rs`
+///   naming `client::tls::pem_text` imports `client`, so `client.rs` naming
+///   `signing::Signer` closes a cycle.
+///
+/// Every elementary cycle among those modules is named, from its first module in
+/// name order, with the line that makes each step.
+#[test]
+fn tidy_no_module_imports_itself_through_others() {
+    // The reading first, on a crate made for it: a three-step cycle through an
+    // alias, an inline path and a re-export; one through a submodule and a glob
+    // re-export; none from a parent and its submodule, a comment, a string or a
+    // test module.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("src");
+    let crate_files = [
+        ("lib.rs", "mod a;\nmod b;\nmod c;\nmod e;\nmod p;\npub use c::C;\n"),
+        ("a.rs", "use crate::b::B as Bee;\npub struct A;\n"),
+        ("b.rs", "pub struct B;\npub fn f() -> crate::C {\n    crate::C\n}\n"),
+        (
+            "c.rs",
+            "pub struct C;\nuse super::a::A; // crate::e::E\nconst S: (char, char, &str) = ('\\'', '\"', \"crate::e::E\");\n\
+             #[cfg(test)]\nmod tests {\n    use crate::e::E;\n}\n",
+        ),
+        ("e.rs", "pub struct E(crate::p::Q);\n"),
+        ("p/mod.rs", "mod q;\npub use q::*;\nuse self::q::helper;\npub struct P;\n"),
+        ("p/q.rs", "use super::P;\nuse crate::{a::A, e::E};\npub struct Q;\n"),
+    ];
+    for (name, text) in crate_files {
+        let file = src.join(name);
+        std::fs::create_dir_all(file.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&file, text).expect("write");
+    }
+    let found = import_cycles(&src, &rust_files(&src));
+    let heads: Vec<&str> = found.iter().map(|c| c.lines().next().unwrap_or_default()).collect();
+    assert_eq!(heads, ["a -> b -> c -> a", "e -> p -> e", "e -> p::q -> e"], "{found:#?}");
+    assert!(found[0].ends_with(&format!("c -> a: {}:2: super::a::A", shown(&src.join("c.rs")))), "{}", found[0]);
+
+    let mut crates: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for (name, file) in crate_sources() {
+        match crates.last_mut() {
+            Some((last, files)) if *last == name => files.push(file),
+            _ => crates.push((name, vec![file])),
+        }
+    }
+    assert!(crates.len() >= 10, "{crates:?}");
+    let mut cycles = Vec::new();
+    for (name, files) in &crates {
+        let src = workspace().join("crates").join(name).join("src");
+        cycles.extend(import_cycles(&src, files).into_iter().map(|c| format!("{name}: {c}")));
+    }
+    assert!(
+        cycles.is_empty(),
+        "modules that import themselves through others: move what both need to the module that owns it, or to \
+         a small module of its own:\n{}",
+        cycles.join("\n")
+    );
+}
