@@ -3,7 +3,6 @@
 //! leave each other's deliveries alone, and `jadpoc diff --db` and `jadpoc run`
 //! can compare a new program with what the store holds.
 
-use crate::store::StoreError;
 use jadpo_check::program::DeliveryState;
 use jadpo_check::program::Program;
 use serde::{Deserialize, Serialize};
@@ -186,16 +185,4 @@ pub struct OrphanRow {
     pub held_ms: i64,
     /// When it was orphaned (its `held_since`).
     pub orphaned_at_ms: Option<i64>,
-}
-
-/// A version's files or a list of names as a store keeps them: JSON text.
-pub fn to_stored<T: Serialize + ?Sized>(value: &T) -> String {
-    // Strings and lists of strings always serialize.
-    serde_json::to_string(value).unwrap_or_default()
-}
-
-/// A version's files or a list of names read back from a store; `what` names
-/// the column for the error.
-pub fn from_stored<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("a program version's {what}: {e}")))
 }

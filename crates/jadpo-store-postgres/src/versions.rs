@@ -5,9 +5,8 @@
 use super::{StoreError, col, pg_error, q, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::held_when_adopted;
-use jadpo_core::version::{
-    BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
-};
+use jadpo_core::store::columns::{from_stored, to_stored};
+use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView};
 use postgres::Client;
 
 /// The setting, on each of the store's connections, naming the version its

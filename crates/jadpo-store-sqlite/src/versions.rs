@@ -6,9 +6,8 @@ use super::tx::Tx;
 use super::{Error, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::held_when_adopted;
-use jadpo_core::version::{
-    BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView, from_stored, to_stored,
-};
+use jadpo_core::store::columns::{from_stored, to_stored};
+use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProcessView, ProgramVersion, SourceText, VersionView};
 use rusqlite::{Connection, OptionalExtension, named_params, params};
 
 /// The one-row table, private to this connection, naming the version its

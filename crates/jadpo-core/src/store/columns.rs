@@ -78,3 +78,15 @@ pub fn count_of<T: Count>(value: i64, row: RowOf<'_>, column: &str) -> Result<T,
 pub fn not_a_count(row: RowOf<'_>, column: &str, found: &str, max: i64) -> StoreError {
     StoreError::Corrupt(format!("{row} has {found} in `{column}`, which holds a count from 0 to {max}"))
 }
+
+/// A version's files or a list of names as a store keeps them: JSON text.
+pub fn to_stored<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    // Strings and lists of strings always serialize.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// A version's files or a list of names read back from a store; `what` names
+/// the column for the error.
+pub fn from_stored<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("a program version's {what}: {e}")))
+}

@@ -59,7 +59,7 @@ pub struct Planned {
 impl Planned {
     /// `--FLAG ADDR` with its actions and token, or why not.
     pub fn new(flag: &str, addr: &str, actions: bool, token: Option<String>) -> Result<Planned, String> {
-        let addr = crate::cmd::run::listen_addr(flag, addr)?;
+        let addr = crate::cmd::listen_addr(flag, addr)?;
         jadpo_console::check_listen(&addr, token.is_some())?;
         Ok(Planned { addr, actions, token })
     }
@@ -127,7 +127,7 @@ pub fn run(args: ConsoleArgs) -> ExitCode {
             Err(code) => return code,
         };
         eprintln!("jadpoc: console on `{}` (stop with ctrl-c)", crate::store::shown(&args.db.location()));
-        crate::cmd::run::wait_for_signal().await;
+        crate::cmd::wait_for_signal().await;
         stop_tx.send_replace(true);
         let _ = server.await;
         eprintln!("jadpoc: stopped");

@@ -25,3 +25,34 @@ pub(crate) fn async_runtime() -> Result<tokio::runtime::Runtime, std::process::E
         std::process::ExitCode::from(2)
     })
 }
+
+/// The address of `--FLAG S`: `HOST:PORT`, or a bare port on loopback.
+pub(crate) fn listen_addr(flag: &str, s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| format!("`--{flag} {s}` is not an address such as `127.0.0.1:7300`"))
+}
+
+/// SIGINT or SIGTERM.
+pub(crate) async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -17,7 +17,6 @@ use jadpo_http::ingest::{DEFAULT_MAX_CONNECTIONS, Ingest, IngestLimits, serve};
 use jadpo_http::metrics::{METRICS_PATH, Metrics, MetricsSource};
 use jadpo_http::signing::Verifier;
 use jadpo_runtime::live::Live;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -149,14 +148,6 @@ fn verifier(flags: &[String]) -> Result<Option<Arc<Verifier>>, String> {
         .map_err(|problem| format!("`--verify-secret`: a secret {problem}"))
 }
 
-/// The address of `--FLAG S`: `HOST:PORT`, or a bare port on loopback.
-pub(crate) fn listen_addr(flag: &str, s: &str) -> Result<SocketAddr, String> {
-    if let Ok(port) = s.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    s.parse().map_err(|_| format!("`--{flag} {s}` is not an address such as `127.0.0.1:7300`"))
-}
-
 pub fn run(args: RunArgs) -> ExitCode {
     let loaded = match crate::load::load_for_run(&args.program.paths) {
         Ok(loaded) => loaded,
@@ -178,14 +169,14 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listen = match args.listen.as_deref().map(|s| listen_addr("listen", s)).transpose() {
+    let listen = match args.listen.as_deref().map(|s| super::listen_addr("listen", s)).transpose() {
         Ok(a) => a,
         Err(m) => {
             eprintln!("jadpoc: {m}");
             return ExitCode::from(2);
         }
     };
-    let metrics_addr = match args.metrics.as_deref().map(|s| listen_addr("metrics", s)).transpose() {
+    let metrics_addr = match args.metrics.as_deref().map(|s| super::listen_addr("metrics", s)).transpose() {
         Ok(a) => a,
         Err(m) => {
             eprintln!("jadpoc: {m}");
@@ -297,7 +288,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         );
         let signal = stop_tx.clone();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            super::wait_for_signal().await;
             eprintln!("jadpoc: stopping: taking no more work, finishing what is under way");
             signal.send_replace(true);
         });
@@ -327,27 +318,4 @@ pub fn run(args: RunArgs) -> ExitCode {
             }
         }
     })
-}
-
-/// SIGINT or SIGTERM.
-pub(crate) async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
