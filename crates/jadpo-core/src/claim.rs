@@ -260,7 +260,7 @@ pub fn plan<B: BreakerRows>(
         row.candidate.breaker = current.clone().unwrap_or_default();
         let record = &mut row.candidate.record;
         record.budget_start_ms = rules::window_start_at_claim(record, row.ordered, now_ms);
-        let (mut decision, next_breaker) = decide(&row.candidate);
+        let ClaimVerdict { mut decision, probe: next_breaker } = decide(&row.candidate);
         if let Some(next) = next_breaker {
             // This claim is the probe, or takes a turn of the connection's rate; if
             // another process changed the breaker since it was read, a probe is
@@ -462,7 +462,7 @@ mod tests {
         let mut seen = Vec::new();
         let plan = plan(&mut rows, &mut breakers, T0, &mut |c| {
             seen.push((c.id, c.breaker.clone()));
-            (ClaimDecision::Skip, None)
+            ClaimVerdict { decision: ClaimDecision::Skip, probe: None }
         })
         .expect("plan");
         assert_eq!(breakers.reads, ["up", "down"]);
@@ -537,7 +537,9 @@ mod tests {
             because: crate::rules::FailedBecause::PastWindow,
             lease_expired,
         };
-        let mut decisions = vec![(give_up(true), None), (run(1, false), None), (run(1, false), None)].into_iter();
+        let mut decisions = [give_up(true), run(1, false), run(1, false)]
+            .into_iter()
+            .map(|decision| ClaimVerdict { decision, probe: None });
         let plan =
             plan(&mut rows, &mut Rows::default(), T0, &mut |_| decisions.next().expect("a decision")).expect("plan");
         // Row 3's statement did not match (another process took it).

@@ -332,11 +332,12 @@ impl Runtime {
         let claimed = claim(
             &mut |c| {
                 let decision = self.decide_claim(c, now_ms, &elsewhere);
-                let (decision, next) = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
-                if next.is_some() {
+                let verdict = breaker::decide_at_claim(decision, &c.breaker, c.id, now_ms);
+                if verdict.probe.is_some() {
                     // The probe: the store's row decides it, conditionally.
-                    return (decision, next);
+                    return verdict;
                 }
+                let decision = verdict.decision;
                 match view.gate(&c.connection, &c.breaker, &decision) {
                     Gate::Run => {
                         // A fresh run takes a turn of its connection's rate (a lease
@@ -350,7 +351,7 @@ impl Runtime {
                                     queued.insert(c.connection.clone(), turn_us);
                                     // The gate counted it in flight: it does not run.
                                     self.breakers.not_started(&c.connection, 1);
-                                    return (ClaimDecision::Wait { until_ms }, None);
+                                    return ClaimVerdict { decision: ClaimDecision::Wait { until_ms }, probe: None };
                                 }
                                 Some(RateTurn::Go { next_tat_us }) => {
                                     next = Some(BreakerRow { rate_tat_us: Some(next_tat_us), ..c.breaker.clone() });
@@ -361,12 +362,12 @@ impl Runtime {
                         if matches!(decision, ClaimDecision::Run { .. }) {
                             *let_through.entry(c.connection.clone()).or_default() += 1;
                         }
-                        (decision, next)
+                        ClaimVerdict { decision, probe: next }
                     }
-                    Gate::Hold => (decision.held(), None),
+                    Gate::Hold => ClaimVerdict { decision: decision.held(), probe: None },
                     Gate::Wait => {
                         waiting += 1;
-                        (ClaimDecision::Skip, None)
+                        ClaimVerdict { decision: ClaimDecision::Skip, probe: None }
                     }
                 }
             },

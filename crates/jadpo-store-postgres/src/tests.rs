@@ -284,7 +284,9 @@ fn a_schedule_run_taken_or_ended_by_another_changes_nothing() {
 fn run_ids(store: &PgStore, now: i64, limit: usize) -> Vec<i64> {
     let mut run = |c: &jadpo_core::store::ClaimCandidate| {
         let attempt = c.record.attempts + 1;
-        (ClaimDecision::Run { attempt, lease_until_ms: now + 60_000, lease_expired: false, failure: None }, None)
+        let decision =
+            ClaimDecision::Run { attempt, lease_until_ms: now + 60_000, lease_expired: false, failure: None };
+        jadpo_core::store::ClaimVerdict { decision, probe: None }
     };
     store.claim(now, limit, &mut run, &NoRaise).expect("claim").run.iter().map(|c| c.id).collect()
 }
@@ -357,7 +359,8 @@ fn a_claim_reads_on_while_the_one_before_it_still_holds_its_rows() {
             second = Some(rx.recv_timeout(Duration::from_secs(30)).expect("the second claim waited on the first"));
         }
         let attempt = c.record.attempts + 1;
-        (ClaimDecision::Run { attempt, lease_until_ms: T0 + 60_000, lease_expired: false, failure: None }, None)
+        let decision = ClaimDecision::Run { attempt, lease_until_ms: T0 + 60_000, lease_expired: false, failure: None };
+        jadpo_core::store::ClaimVerdict { decision, probe: None }
     };
     let first: Vec<i64> =
         store.claim(T0 + 5, 2, &mut deciding, &NoRaise).expect("claim").run.iter().map(|c| c.id).collect();

@@ -146,23 +146,28 @@ pub fn at_claim(row: &BreakerRow, delivery: i64, now_ms: i64, lease_until_ms: i6
     }
 }
 
+/// What the core decided for a claim candidate: the delivery's fate, and the
+/// breaker's next row when this claim makes it the probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimVerdict {
+    /// What the claim does with the delivery.
+    pub decision: ClaimDecision,
+    /// The breaker's next row, when the delivery goes as its probe.
+    pub probe: Option<BreakerRow>,
+}
+
 /// The claim's decision once the breaker has had its say: a delivery the budget
 /// would run is run, run as the probe (with the breaker's next row to write), or
 /// held. Deliveries ended at the claim (handled, given up) never call out, so the
 /// breaker does not see them.
-pub fn decide_at_claim(
-    decision: ClaimDecision,
-    row: &BreakerRow,
-    delivery: i64,
-    now_ms: i64,
-) -> (ClaimDecision, Option<BreakerRow>) {
+pub fn decide_at_claim(decision: ClaimDecision, row: &BreakerRow, delivery: i64, now_ms: i64) -> ClaimVerdict {
     let ClaimDecision::Run { lease_until_ms, .. } = decision else {
-        return (decision, None);
+        return ClaimVerdict { decision, probe: None };
     };
     match at_claim(row, delivery, now_ms, lease_until_ms) {
-        (_, AtClaim::Run) => (decision, None),
-        (next, AtClaim::Probe) => (decision, Some(next)),
-        (_, AtClaim::Hold) => (decision.held(), None),
+        (_, AtClaim::Run) => ClaimVerdict { decision, probe: None },
+        (next, AtClaim::Probe) => ClaimVerdict { decision, probe: Some(next) },
+        (_, AtClaim::Hold) => ClaimVerdict { decision: decision.held(), probe: None },
     }
 }
 
@@ -508,14 +513,20 @@ mod tests {
             ClaimDecision::Run { attempt: 3, lease_until_ms: T0 + 60_000, lease_expired: false, failure: last.clone() };
         assert_eq!(
             decide_at_claim(run.clone(), &row, 9, T0 + 1),
-            (ClaimDecision::Hold { lease_expired: false, failure: last }, None)
+            ClaimVerdict { decision: ClaimDecision::Hold { lease_expired: false, failure: last }, probe: None }
         );
-        let (d, next) = decide_at_claim(run.clone(), &row, 9, T0 + 60_000);
+        let ClaimVerdict { decision: d, probe: next } = decide_at_claim(run.clone(), &row, 9, T0 + 60_000);
         assert_eq!(d, run);
         assert_eq!(next.map(|r| (r.state, r.probe)), Some((BreakerState::Probing, Some(9))));
-        assert_eq!(decide_at_claim(run.clone(), &BreakerRow::default(), 9, T0), (run, None));
+        assert_eq!(
+            decide_at_claim(run.clone(), &BreakerRow::default(), 9, T0),
+            ClaimVerdict { decision: run, probe: None }
+        );
         // Ended at the claim: the breaker has no say.
-        assert_eq!(decide_at_claim(ClaimDecision::Handled, &row, 9, T0), (ClaimDecision::Handled, None));
+        assert_eq!(
+            decide_at_claim(ClaimDecision::Handled, &row, 9, T0),
+            ClaimVerdict { decision: ClaimDecision::Handled, probe: None }
+        );
     }
 
     fn paused_by_ops(until_ms: Option<i64>) -> Pause {

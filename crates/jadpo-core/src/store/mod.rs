@@ -245,9 +245,7 @@ pub struct ClaimCandidate {
     pub breaker: BreakerRow,
 }
 
-/// What the core decided for a claim candidate: the delivery's fate, and the
-/// breaker's next row when this claim makes it the probe.
-pub type ClaimVerdict = (ClaimDecision, Option<BreakerRow>);
+pub use crate::rules::breaker::ClaimVerdict;
 
 /// What an operator's retry decides from: a final delivery's state and attempts
 /// (its budget is fresh, so nothing else of the row counts).

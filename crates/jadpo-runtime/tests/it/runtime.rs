@@ -10,8 +10,7 @@ use jadpo_core::drivers::{CallRequest, Driver, FakeDriver, parse_answers};
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::{self, Outcome};
 use jadpo_core::steps::{RunSummary, Runtime};
-use jadpo_core::store::{DeliveryDetail, Views};
-use jadpo_core::store::{DeliveryFilter, NewDelivery, NewEvent, OpenOptions, Store};
+use jadpo_core::store::{DeliveryDetail, DeliveryFilter, NewDelivery, NewEvent, OpenOptions, Store, Views};
 use jadpo_runtime::live::Live;
 use jadpo_store_postgres::PgStore;
 use jadpo_store_sqlite::SqliteStore;
@@ -379,7 +378,7 @@ impl ClaimHook for ClockDown {
             self.claims_before.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    fn db_now_ms(&self, _: &dyn Store) -> Result<Option<i64>, jadpo_core::store::StoreError> {
+    fn db_now_ms(&self, _: &dyn Views) -> Result<Option<i64>, jadpo_core::store::StoreError> {
         let left = self.down.load(std::sync::atomic::Ordering::SeqCst);
         if left > 0 {
             self.down.store(left - 1, std::sync::atomic::Ordering::SeqCst);
