@@ -8,7 +8,7 @@ use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
 use jadpo_core::store::BreakerView;
-use jadpo_core::store::rows::{HeldRow, HeldSet};
+use jadpo_core::store::rows::{HeldRow, HeldSet, LongestHeld};
 use postgres::{GenericClient, Row, Transaction};
 
 const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
@@ -276,7 +276,7 @@ pub(super) fn held_longest(
     tx: &mut Transaction<'_>,
     s: &str,
     connection: &str,
-) -> Result<Option<(i64, String)>, StoreError> {
+) -> Result<Option<LongestHeld>, StoreError> {
     let longest = tx
         .query_opt(
             &q(
@@ -288,7 +288,7 @@ pub(super) fn held_longest(
         )
         .map_err(pg_error)?;
     match longest {
-        Some(r) => Ok(Some((col(&r, "id")?, col(&r, "subscriber")?))),
+        Some(r) => Ok(Some(LongestHeld { id: col(&r, "id")?, subscriber: col(&r, "subscriber")? })),
         None => Ok(None),
     }
 }

@@ -12,7 +12,7 @@ use super::{PgStore, StoreError, pg_error};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::Record;
 use jadpo_core::rules::breaker::BreakerRow;
-use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, OperatorRow};
+use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow};
 use jadpo_core::store::{BreakerAction, BreakerView, Expansion, NewEvent, Replay, Rows, Transact, UnexpandedEvent};
 use postgres::Transaction;
 
@@ -57,7 +57,7 @@ impl Rows for PgRows<'_, '_> {
         breakers::release(self.tx, self.s, rows, now_ms)
     }
 
-    fn held_longest(&mut self, connection: &str) -> Result<Option<(i64, String)>, StoreError> {
+    fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
         breakers::held_longest(self.tx, self.s, connection)
     }
 

@@ -7,7 +7,7 @@ use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
 use jadpo_core::store::BreakerView;
-use jadpo_core::store::rows::{HeldRow, HeldSet};
+use jadpo_core::store::rows::{HeldRow, HeldSet, LongestHeld};
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
@@ -345,12 +345,12 @@ pub(super) fn held_by_outage(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Resu
 }
 
 /// The delivery `connection` has held longest, with its subscriber.
-pub(super) fn held_longest(tx: &Tx<'_>, connection: &str) -> Result<Option<(i64, String)>, Error> {
+pub(super) fn held_longest(tx: &Tx<'_>, connection: &str) -> Result<Option<LongestHeld>, Error> {
     Ok(tx
         .prepare_cached(
             "SELECT id, subscriber FROM jadpo_deliveries WHERE state = 'held' \
              AND held_connection = ?1 ORDER BY held_since, id LIMIT 1",
         )?
-        .query_row([connection], |r| Ok((r.get("id")?, r.get("subscriber")?)))
+        .query_row([connection], |r| Ok(LongestHeld { id: r.get("id")?, subscriber: r.get("subscriber")? }))
         .optional()?)
 }

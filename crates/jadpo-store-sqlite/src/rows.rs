@@ -12,7 +12,7 @@ use super::{Error, SqliteStore, StoreError};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::Record;
 use jadpo_core::rules::breaker::BreakerRow;
-use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, OperatorRow};
+use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow};
 use jadpo_core::store::{BreakerAction, BreakerView, Expansion, NewEvent, Replay, Rows, Transact, UnexpandedEvent};
 use rusqlite::params;
 
@@ -85,7 +85,7 @@ impl Rows for SqliteRows<'_> {
         Ok(released)
     }
 
-    fn held_longest(&mut self, connection: &str) -> Result<Option<(i64, String)>, StoreError> {
+    fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
         let found = breakers::held_longest(self.tx, connection);
         self.kept(found)
     }

@@ -1,15 +1,24 @@
 //! The store: events, deliveries, attempts, handled records, schedules and
-//! breakers, behind one trait.
+//! breakers, behind traits split by who uses them.
 //!
-//! The trait is synchronous and coarse-grained (one call = one transaction), which
-//! both stores implement without a change to the core or the workers: SQLite (one
-//! `BEGIN IMMEDIATE` writer per file) and PostgreSQL (`FOR UPDATE SKIP LOCKED` in
-//! [`Store::claim`], guarded statements for every other change); the workers call
-//! it from blocking threads.
+//! - [`Views`]: reads alone. A command that only reads holds one of these, and
+//!   so cannot claim or change a row.
+//! - [`Store`]: what a run and a writing command call (emit, claim, record,
+//!   schedules, versions, retention).
+//! - [`Transact`] with [`Rows`]: one transaction's typed reads and guarded
+//!   writes, over which [`rows`] writes the [`Actions`] once for every store (an
+//!   operator's retry, skip, pause and resume, replays, the tick's sweep and the
+//!   expansion of events written in SQL).
+//!
+//! The traits are synchronous and coarse-grained (one call = one transaction),
+//! which both stores implement without a change to the core or the workers:
+//! SQLite (one `BEGIN IMMEDIATE` writer per file) and PostgreSQL (`FOR UPDATE
+//! SKIP LOCKED` in [`Store::claim`], guarded statements for every other change);
+//! the workers call them from blocking threads.
 //!
 //! The stores are crates of their own (`jadpo-store-sqlite`, `jadpo-store-postgres`),
 //! each mapping its driver's errors into [`StoreError`]; `jadpo-runtime` opens one
-//! from where it is.
+//! from where it is. `jadpo-store-conformance` holds both to the same suite.
 
 pub mod columns;
 mod raise;

@@ -60,6 +60,15 @@ pub struct HeldRow {
     pub held_since_ms: Option<i64>,
 }
 
+/// The delivery a connection has held longest, as the tick's sweep reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LongestHeld {
+    /// The delivery's id.
+    pub id: i64,
+    /// Its subscriber (whose lease a probe takes).
+    pub subscriber: String,
+}
+
 /// A delivery as an operator's retry or skip reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorRow {
@@ -102,7 +111,7 @@ pub trait Rows {
 
     /// The delivery `connection` has held longest (by hold, then id), with its
     /// subscriber.
-    fn held_longest(&mut self, connection: &str) -> Result<Option<(i64, String)>, StoreError>;
+    fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError>;
 
     /// How many deliveries an outage of `connection` holds at `now_ms`: those
     /// held, and those due that its open breaker holds at their claim.
@@ -432,7 +441,7 @@ fn sweep(
         if held == 0 {
             continue;
         }
-        let Some((id, subscriber)) = rows.held_longest(&connection)? else { continue };
+        let Some(LongestHeld { id, subscriber }) = rows.held_longest(&connection)? else { continue };
         if let Some(next) = breaker::tick_wake(&row, now_ms, id, lease_until(&subscriber))
             && rows.write_breaker(&connection, Some(&row), &next, now_ms)?
         {

@@ -9,7 +9,7 @@ use common::{T0, claim, event, record_all};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{Outcome, Record};
-use jadpo_core::store::rows::{BreakerSet, CHANGE_TRIES, HeldRow, HeldSet, OperatorRow};
+use jadpo_core::store::rows::{BreakerSet, CHANGE_TRIES, HeldRow, HeldSet, LongestHeld, OperatorRow};
 use jadpo_core::store::{
     Actions, BreakerAction, BreakerView, Expansion, NewDelivery, NewEvent, NoRaise, Replay, RetryResult, Rows,
     SkipResult, Store, StoreError, Transact, UnexpandedEvent,
@@ -97,7 +97,7 @@ impl Rows for StaleRows<'_> {
     fn release(&mut self, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
         self.inner.release(rows, now_ms)
     }
-    fn held_longest(&mut self, connection: &str) -> Result<Option<(i64, String)>, StoreError> {
+    fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
         self.inner.held_longest(connection)
     }
     fn held_by_outage(&mut self, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
