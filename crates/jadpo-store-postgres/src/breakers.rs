@@ -3,16 +3,46 @@
 //! deliveries read (locked) and released.
 
 use super::unnest::Columns;
-use super::{RowOf, StoreError, col, count_of, pg_error, q};
+use super::{RowOf, StoreError, col, count_of, pg_error};
 use jadpo_check::program::BreakerState;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{self, hold};
 use jadpo_core::store::BreakerView;
-use jadpo_core::store::rows::{HeldRow, HeldSet, LongestHeld};
+use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld};
 use postgres::{GenericClient, Row, Transaction};
 
-const COLUMNS: &str = "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, \
-     probe_delivery, probe_lease_until, paused_at, paused_until, paused_by, pause_reason, rate_tat_us";
+/// Held deliveries whose connection has no breaker that is not closed, nor a
+/// pause (a pause whose time has come is ended by the sweep first).
+macro_rules! held_without_open_breaker {
+    () => {
+        "state = 'held' AND NOT EXISTS (SELECT 1 FROM circuit_breakers b WHERE b.connection = held_connection \
+         AND (b.state <> 'closed' OR b.paused_at IS NOT NULL))"
+    };
+}
+pub(super) use held_without_open_breaker;
+
+/// A breaker row's columns, as [`breaker_of`] reads them.
+macro_rules! breaker_columns {
+    () => {
+        "connection, state, failures_in_a_row, opened_at, pause_ms, alerts, alerted_at, probe_delivery, \
+         probe_lease_until, paused_at, paused_until, paused_by, pause_reason, rate_tat_us"
+    };
+}
+
+/// The breakers that match `filter` (a `WHERE` clause or nothing), with held
+/// counts.
+macro_rules! breakers_sql {
+    ($filter:literal) => {
+        concat!(
+            "SELECT ",
+            breaker_columns!(),
+            ", (SELECT count(*) FROM deliveries d WHERE d.state = 'held' AND d.held_connection = b.connection) \
+             AS held FROM circuit_breakers b ",
+            $filter,
+            " ORDER BY connection"
+        )
+    };
+}
 
 fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
     let state: String = col(r, "state")?;
@@ -46,26 +76,24 @@ fn breaker_of(r: &Row) -> Result<BreakerView, StoreError> {
     })
 }
 
-/// Every breaker matching `filter` (a `WHERE` clause or nothing), with held counts.
-pub(super) fn read_breakers(c: &mut impl GenericClient, s: &str, filter: &str) -> Result<Vec<BreakerView>, StoreError> {
-    let sql = q(
-        &format!(
-            "SELECT {COLUMNS}, (SELECT count(*) FROM {{s}}.deliveries d WHERE d.state = 'held' \
-             AND d.held_connection = b.connection) AS held FROM {{s}}.circuit_breakers b {filter} ORDER BY connection"
-        ),
-        s,
-    );
-    c.query(&sql, &[]).map_err(pg_error)?.iter().map(breaker_of).collect()
+/// The breakers of `which` (every one: `None`), with held counts.
+pub(super) fn read_breakers(
+    c: &mut impl GenericClient,
+    which: Option<BreakerSet>,
+) -> Result<Vec<BreakerView>, StoreError> {
+    let sql = match which {
+        None => breakers_sql!(""),
+        Some(BreakerSet::Paused) => breakers_sql!("WHERE paused_at IS NOT NULL"),
+        Some(BreakerSet::Swept) => breakers_sql!("WHERE state <> 'closed' OR paused_at IS NOT NULL"),
+    };
+    c.query(sql, &[]).map_err(pg_error)?.iter().map(breaker_of).collect()
 }
 
 /// A connection's breaker row, if it has one.
-pub(super) fn read_breaker(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    connection: &str,
-) -> Result<Option<BreakerRow>, StoreError> {
-    let sql = q(&format!("SELECT {COLUMNS}, 0::bigint AS held FROM {{s}}.circuit_breakers WHERE connection = $1"), s);
-    match tx.query_opt(&sql, &[&connection]).map_err(pg_error)? {
+pub(super) fn read_breaker(tx: &mut Transaction<'_>, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
+    const SQL: &str =
+        concat!("SELECT ", breaker_columns!(), ", 0::bigint AS held FROM circuit_breakers WHERE connection = $1");
+    match tx.query_opt(SQL, &[&connection]).map_err(pg_error)? {
         Some(r) => Ok(Some(breaker_of(&r)?.row)),
         None => Ok(None),
     }
@@ -75,7 +103,6 @@ pub(super) fn read_breaker(
 /// no row yet). Returns whether it did.
 pub(super) fn write_breaker(
     tx: &mut Transaction<'_>,
-    s: &str,
     connection: &str,
     old: Option<&BreakerRow>,
     next: &BreakerRow,
@@ -110,15 +137,12 @@ pub(super) fn write_breaker(
     let n = match old {
         None => tx
             .execute(
-                &q(
-                    "INSERT INTO {s}.circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
+                "INSERT INTO circuit_breakers (connection, state, failures_in_a_row, opened_at, pause_ms, \
                      alerts, alerted_at, probe_delivery, probe_lease_until, updated_at, paused_at, paused_until, \
                      paused_by, pause_reason, rate_tat_us) \
                      VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $10::bigint END, $8, $9, $10, $11, $12, \
                      $13, $14, $15) \
                      ON CONFLICT (connection) DO NOTHING",
-                    s,
-                ),
                 &params,
             )
             .map_err(pg_error)?,
@@ -142,8 +166,7 @@ pub(super) fn write_breaker(
                 &old.rate_tat_us,
             ]);
             tx.execute(
-                &q(
-                    "UPDATE {s}.circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
+                "UPDATE circuit_breakers SET state = $2, failures_in_a_row = $3, opened_at = $4, \
                      pause_ms = $5, alerts = $6, alerted_at = CASE WHEN $7 THEN COALESCE(alerted_at, $10) END, \
                      probe_delivery = $8, probe_lease_until = $9, updated_at = $10, paused_at = $11, \
                      paused_until = $12, paused_by = $13, pause_reason = $14, \
@@ -152,8 +175,6 @@ pub(super) fn write_breaker(
                      AND opened_at IS NOT DISTINCT FROM $18 AND probe_delivery IS NOT DISTINCT FROM $19 \
                      AND alerts = $20 AND paused_at IS NOT DISTINCT FROM $21 \
                      AND (NOT $22 OR rate_tat_us IS NOT DISTINCT FROM $23::bigint)",
-                    s,
-                ),
                 &params,
             )
             .map_err(pg_error)?
@@ -170,7 +191,7 @@ fn held_row(r: &Row) -> Result<HeldRow, StoreError> {
 /// `now_ms`, its time held counted by the core's rule, and only if still as read
 /// (held, with the time held and since when that were read). Returns how many
 /// were as read and changed.
-pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
+pub(super) fn release(tx: &mut Transaction<'_>, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
     if rows.is_empty() {
         return Ok(0);
     }
@@ -185,15 +206,12 @@ pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_m
         );
     let n = tx
         .execute(
-            &q(
-                &format!(
-                    "UPDATE {{s}}.deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
+            &format!(
+                "UPDATE deliveries d SET state = 'pending', due_at = $1, held_ms = u.after, \
                      held_since = NULL, held_connection = NULL FROM {} \
                      WHERE d.id = u.id AND d.state = 'held' AND d.held_ms = u.held_ms \
                      AND d.held_since IS NOT DISTINCT FROM u.since",
-                    u.rows_clause(2)
-                ),
-                s,
+                u.rows_clause(2)
             ),
             &u.params_after(&[&now_ms]),
         )
@@ -203,23 +221,18 @@ pub(super) fn release(tx: &mut Transaction<'_>, s: &str, rows: &[HeldRow], now_m
 
 /// The held deliveries of `which`, locked (those another transaction holds
 /// are left out).
-pub(super) fn held(tx: &mut Transaction<'_>, s: &str, which: HeldSet<'_>) -> Result<Vec<HeldRow>, StoreError> {
+pub(super) fn held(tx: &mut Transaction<'_>, which: HeldSet<'_>) -> Result<Vec<HeldRow>, StoreError> {
     let rows = match which {
         HeldSet::Of { connection, one } => tx.query(
-            &q(
-                "SELECT id, held_ms, held_since FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+            "SELECT id, held_ms, held_since FROM deliveries WHERE state = 'held' AND held_connection = $1 \
                  AND ($2::bigint IS NULL OR id = $2) FOR UPDATE SKIP LOCKED",
-                s,
-            ),
             &[&connection, &one],
         ),
         HeldSet::Unheld => tx.query(
-            &q(
-                &format!(
-                    "SELECT id, held_ms, held_since FROM {{s}}.deliveries WHERE {HELD_WITHOUT_OPEN_BREAKER} \
-                     FOR UPDATE SKIP LOCKED"
-                ),
-                s,
+            concat!(
+                "SELECT id, held_ms, held_since FROM deliveries WHERE ",
+                held_without_open_breaker!(),
+                " FOR UPDATE SKIP LOCKED"
             ),
             &[],
         ),
@@ -228,43 +241,18 @@ pub(super) fn held(tx: &mut Transaction<'_>, s: &str, which: HeldSet<'_>) -> Res
 }
 
 /// Release the connection's held deliveries, due at `now_ms`.
-pub(super) fn release_held(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    connection: &str,
-    now_ms: i64,
-) -> Result<u64, StoreError> {
-    let rows = held(tx, s, HeldSet::Of { connection, one: None })?;
-    release(tx, s, &rows, now_ms)
+pub(super) fn release_held(tx: &mut Transaction<'_>, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
+    let rows = held(tx, HeldSet::Of { connection, one: None })?;
+    release(tx, &rows, now_ms)
 }
 
-/// Held deliveries whose connection has no breaker that is not closed, nor a
-/// pause (a pause whose time has come is ended by the sweep first).
-pub(super) const HELD_WITHOUT_OPEN_BREAKER: &str = "state = 'held' AND NOT EXISTS (SELECT 1 FROM \
-     {s}.circuit_breakers b WHERE b.connection = held_connection AND (b.state <> 'closed' \
-     OR b.paused_at IS NOT NULL))";
-
-/// The breakers with a pause recorded (a `WHERE` for [`read_breakers`]).
-pub(super) const PAUSED: &str = "WHERE paused_at IS NOT NULL";
-
-/// The breakers the tick's sweep looks at: those not closed, and those paused.
-pub(super) const SWEPT: &str = "WHERE state <> 'closed' OR paused_at IS NOT NULL";
-
 /// How many deliveries an outage of `connection` holds at `now_ms`.
-pub(super) fn held_by_outage(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    connection: &str,
-    now_ms: i64,
-) -> Result<u64, StoreError> {
+pub(super) fn held_by_outage(tx: &mut Transaction<'_>, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
     let row = tx
         .query_one(
-            &q(
-                "SELECT (SELECT count(*) FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1) + \
-                 (SELECT count(*) FROM {s}.deliveries WHERE state = 'pending' AND due_at <= $2 AND connection = $1) \
+            "SELECT (SELECT count(*) FROM deliveries WHERE state = 'held' AND held_connection = $1) + \
+                 (SELECT count(*) FROM deliveries WHERE state = 'pending' AND due_at <= $2 AND connection = $1) \
                  AS n",
-                s,
-            ),
             &[&connection, &now_ms],
         )
         .map_err(pg_error)?;
@@ -272,18 +260,11 @@ pub(super) fn held_by_outage(
 }
 
 /// The delivery `connection` has held longest, with its subscriber.
-pub(super) fn held_longest(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    connection: &str,
-) -> Result<Option<LongestHeld>, StoreError> {
+pub(super) fn held_longest(tx: &mut Transaction<'_>, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
     let longest = tx
         .query_opt(
-            &q(
-                "SELECT id, subscriber FROM {s}.deliveries WHERE state = 'held' AND held_connection = $1 \
+            "SELECT id, subscriber FROM deliveries WHERE state = 'held' AND held_connection = $1 \
                  ORDER BY held_since, id LIMIT 1",
-                s,
-            ),
             &[&connection],
         )
         .map_err(pg_error)?;

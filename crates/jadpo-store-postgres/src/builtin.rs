@@ -4,7 +4,7 @@
 
 use super::unnest::Columns;
 use super::versions::WRITER_VERSION;
-use super::{StoreError, col, pg_error, q};
+use super::{StoreError, col, pg_error};
 use jadpo_core::store::{EndedDelivery, NewDelivery, NewEvent, Raise};
 use postgres::Transaction;
 
@@ -13,19 +13,17 @@ use postgres::Transaction;
 /// their ids in order.
 pub(super) fn insert_events(
     tx: &mut Transaction<'_>,
-    s: &str,
     events: &[NewEvent],
     now_ms: i64,
 ) -> Result<Vec<i64>, StoreError> {
     let events: Vec<(&NewEvent, Option<i64>)> = events.iter().map(|e| (e, None)).collect();
-    insert_events_of(tx, s, &events, now_ms)
+    insert_events_of(tx, &events, now_ms)
 }
 
 /// Store events, each with the event it replays if any, and their deliveries, as
 /// [`insert_events`] does.
 pub(super) fn insert_events_of(
     tx: &mut Transaction<'_>,
-    s: &str,
     events: &[(&NewEvent, Option<i64>)],
     now_ms: i64,
 ) -> Result<Vec<i64>, StoreError> {
@@ -35,8 +33,8 @@ pub(super) fn insert_events_of(
     // The ids first, taken from the columns' own sequences in emit order, so that
     // each event names its deliveries and each delivery its event in the same
     // bulk inserts.
-    let ids = next_ids(tx, s, "events", events.len())?;
-    let batch = DeliveryIds::of(tx, s, events.iter().map(|(e, _)| e.deliveries.as_slice()).collect())?;
+    let ids = next_ids(tx, NEXT_EVENT_IDS, events.len())?;
+    let batch = DeliveryIds::of(tx, events.iter().map(|(e, _)| e.deliveries.as_slice()).collect())?;
     let mut u = Columns::default();
     u.add("id", "bigint", ids.as_slice())
         .add("name", "text", events.iter().map(|(e, _)| e.name.as_str()).collect::<Vec<&str>>())
@@ -45,41 +43,45 @@ pub(super) fn insert_events_of(
         .add("lo", "bigint", batch.lo.as_slice())
         .add("hi", "bigint", batch.hi.as_slice());
     tx.execute(
-        &q(
-            &format!(
-                "INSERT INTO {{s}}.events (id, name, payload, emitted_at, replay_of, delivery_ids, version) \
+        &format!(
+            "INSERT INTO events (id, name, payload, emitted_at, replay_of, delivery_ids, version) \
                  SELECT id, name, payload, $1::bigint, replay_of, ($2::bigint[])[lo:hi], {} FROM {}",
-                WRITER_VERSION,
-                u.rows_clause(3)
-            ),
-            s,
+            WRITER_VERSION,
+            u.rows_clause(3)
         ),
         &u.params_after(&[&now_ms, &batch.ids]),
     )
     .map_err(pg_error)?;
     drop(u);
-    batch.insert(tx, s, &ids, |_| true, now_ms)?;
+    batch.insert(tx, &ids, |_| true, now_ms)?;
     Ok(ids)
 }
 
-/// `n` fresh ids from the id sequence of `table`, in order.
-fn next_ids(tx: &mut Transaction<'_>, s: &str, table: &str, n: usize) -> Result<Vec<i64>, StoreError> {
-    let rows = tx
-        .query(
-            &q(
-                &format!(
-                    "SELECT nextval(pg_get_serial_sequence('{{s}}.{table}', 'id')) AS id \
-                     FROM generate_series(1, $1::bigint)"
-                ),
-                s,
-            ),
-            &[&(n as i64)],
-        )
-        .map_err(pg_error)?;
+/// `n` fresh ids from an id sequence, in order: `sql` is [`NEXT_EVENT_IDS`]
+/// or [`NEXT_DELIVERY_IDS`].
+fn next_ids(tx: &mut Transaction<'_>, sql: &'static str, n: usize) -> Result<Vec<i64>, StoreError> {
+    let rows = tx.query(sql, &[&(n as i64)]).map_err(pg_error)?;
     let mut ids = rows.iter().map(|r| col::<i64>(r, "id")).collect::<Result<Vec<_>, _>>()?;
     ids.sort_unstable();
     Ok(ids)
 }
+
+/// `$1` fresh ids from the id sequence of the table `$table`.
+macro_rules! fresh_ids {
+    ($table:literal) => {
+        concat!(
+            "SELECT nextval(pg_get_serial_sequence('",
+            $table,
+            "', 'id')) AS id FROM generate_series(1, $1::bigint)"
+        )
+    };
+}
+
+/// Fresh event ids (see [`next_ids`]).
+const NEXT_EVENT_IDS: &str = fresh_ids!("events");
+
+/// Fresh delivery ids (see [`next_ids`]).
+const NEXT_DELIVERY_IDS: &str = fresh_ids!("deliveries");
 
 /// A batch of events' deliveries with their ids, taken before any is written: all
 /// of them in order, and each event's as the slice `[lo, hi]` (1-based, as SQL's
@@ -94,12 +96,8 @@ pub(super) struct DeliveryIds<'a> {
 
 impl<'a> DeliveryIds<'a> {
     /// Fresh ids for the deliveries each event makes.
-    pub(super) fn of(
-        tx: &mut Transaction<'_>,
-        s: &str,
-        made: Vec<&'a [NewDelivery]>,
-    ) -> Result<DeliveryIds<'a>, StoreError> {
-        let ids = next_ids(tx, s, "deliveries", made.iter().map(|d| d.len()).sum())?;
+    pub(super) fn of(tx: &mut Transaction<'_>, made: Vec<&'a [NewDelivery]>) -> Result<DeliveryIds<'a>, StoreError> {
+        let ids = next_ids(tx, NEXT_DELIVERY_IDS, made.iter().map(|d| d.len()).sum())?;
         let (mut lo, mut hi) = (Vec::with_capacity(made.len()), Vec::with_capacity(made.len()));
         let mut taken = 0i64;
         for d in &made {
@@ -115,7 +113,6 @@ impl<'a> DeliveryIds<'a> {
     pub(super) fn insert(
         &self,
         tx: &mut Transaction<'_>,
-        s: &str,
         events: &[i64],
         keep: impl Fn(i64) -> bool,
         now_ms: i64,
@@ -139,16 +136,13 @@ impl<'a> DeliveryIds<'a> {
             .add("connection", "text", kept.iter().map(|k| k.2.connection.as_str()).collect::<Vec<&str>>())
             .add("order_key", "text", kept.iter().map(|k| k.2.order_key.as_deref()).collect::<Vec<Option<&str>>>());
         tx.execute(
-            &q(
-                &format!(
-                    "INSERT INTO {{s}}.deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
+            &format!(
+                "INSERT INTO deliveries (id, event_id, subscriber, connection, state, attempts, due_at, \
                      budget_start, held_ms, created_at, order_key) \
                      SELECT id, event_id, subscriber, connection, 'pending', 0, $1::bigint, $1::bigint, 0, $1::bigint, \
                      order_key \
                      FROM {}",
-                    u.rows_clause(2)
-                ),
-                s,
+                u.rows_clause(2)
             ),
             &u.params_after(&[&now_ms]),
         )
@@ -160,24 +154,22 @@ impl<'a> DeliveryIds<'a> {
 /// A delivery a claim gave up (its statement matched): store what that raises.
 pub(super) fn given_up(
     tx: &mut Transaction<'_>,
-    s: &str,
     raise: &dyn Raise,
     ended: &EndedDelivery<'_>,
     now_ms: i64,
 ) -> Result<(), StoreError> {
-    insert_events(tx, s, &raise.delivery_ended(ended), now_ms).map(drop)
+    insert_events(tx, &raise.delivery_ended(ended), now_ms).map(drop)
 }
 
 /// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
 /// raises.
 pub(super) fn recovered(
     tx: &mut Transaction<'_>,
-    s: &str,
     raise: &dyn Raise,
     connection: &str,
     opened_at_ms: Option<i64>,
     now_ms: i64,
 ) -> Result<(), StoreError> {
     let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
-    insert_events(tx, s, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
+    insert_events(tx, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
 }

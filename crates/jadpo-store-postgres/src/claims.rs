@@ -12,7 +12,7 @@ use super::breakers::{read_breaker, write_breaker};
 use super::builtin::{given_up, insert_events};
 use super::outcomes::insert_lost_attempts;
 use super::unnest::Columns;
-use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, failure_of, pg_error, q, state_of};
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, failure_of, pg_error, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::{self, BreakerRows, ClaimPlan, ClaimRow, RowWrite, Seen};
 use jadpo_core::config::CLAIM_FROM_HEAD_EVERY_MS;
@@ -82,9 +82,56 @@ fn position(row: &ClaimRow) -> (i64, i64) {
 /// A pending delivery (`d`) no earlier delivery of its key holds back: unordered,
 /// or every earlier one of its subscriber and key has ended
 /// ([`jadpo_core::rules::BLOCKS_ITS_KEY`] lists the states that hold it back).
-pub(super) const NOT_HELD_BACK: &str = "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM {s}.deliveries b \
-     WHERE b.subscriber = d.subscriber AND b.order_key = d.order_key AND b.event_id < d.event_id \
-     AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned')))";
+macro_rules! not_held_back {
+    () => {
+        "(d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM deliveries b WHERE b.subscriber = d.subscriber \
+         AND b.order_key = d.order_key AND b.event_id < d.event_id \
+         AND b.state IN ('pending', 'running', 'held', 'parked', 'orphaned')))"
+    };
+}
+pub(super) use not_held_back;
+
+/// A claim's read of the due index of the state `$state`: the rows due by `$1`
+/// after the entry ($2, $3) up to the entry ($5, $6), at most `$4` of them,
+/// locked, narrowed by the conditions `$narrowed` (each string followed by a
+/// comma).
+macro_rules! due_rows {
+    ($state:literal, $($narrowed:tt)*) => {
+        concat!(
+            "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
+             d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
+             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload, \
+             e.version AS event_version, d.order_key IS NOT NULL AS ordered \
+             FROM deliveries d JOIN events e ON e.id = d.event_id \
+             WHERE d.state = '",
+            $state,
+            "' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) AND (d.due_at, d.id) <= ($5, $6)",
+            $($narrowed)*
+            " ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED"
+        )
+    };
+}
+
+/// The due index a claim reads: ended leases (`running` rows whose lease ended)
+/// or due deliveries (`pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DueIndex {
+    Leases,
+    Pending,
+}
+
+impl DueIndex {
+    /// The index's read. The state is written into the statement, not passed,
+    /// so that the partial index of that state is the plan whatever the
+    /// parameters. A lease that ended is its key's head already; a pending
+    /// delivery may wait behind an earlier one of its key.
+    fn sql(self) -> &'static str {
+        match self {
+            DueIndex::Leases => due_rows!("running",),
+            DueIndex::Pending => due_rows!("pending", " AND ", not_held_back!(),),
+        }
+    }
+}
 
 /// The stretch of a due index a read takes its rows from, between two (due
 /// time, id) entries: after `after` (`None`: from the head) up to `up_to`
@@ -105,35 +152,14 @@ impl Span {
 pub(super) fn read_rows(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
-    s: &str,
-    of: DeliveryState,
+    of: DueIndex,
     span: Span,
     now_ms: i64,
     limit: usize,
 ) -> Result<Vec<ClaimRow>, StoreError> {
-    // The state (pending: due deliveries; running: ended leases) is written into
-    // the statement, not passed, so that the partial index of that state is the
-    // plan whatever the parameters.
-    let sql = q(
-        &format!(
-            "SELECT d.id, d.subscriber, d.connection, d.state, d.attempts, d.due_at, d.lease_until, \
-             d.budget_start, d.held_ms, d.last_code, d.last_kind, d.last_reason, d.claimed_at, \
-             d.handled_at IS NOT NULL AS handled, e.id AS event_id, e.name AS event, e.payload, \
-             e.version AS event_version, d.order_key IS NOT NULL AS ordered \
-             FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id \
-             WHERE d.state = '{}' AND d.due_at <= $1 AND (d.due_at, d.id) > ($2, $3) \
-             AND (d.due_at, d.id) <= ($5, $6){} \
-             ORDER BY d.due_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED",
-            of.as_str(),
-            // A lease that ended is its key's head already; a pending one may wait
-            // behind an earlier delivery of its key.
-            if of == DeliveryState::Pending { format!(" AND {NOT_HELD_BACK}") } else { String::new() }
-        ),
-        s,
-    );
     let (after_due, after_id) = span.after.unwrap_or((i64::MIN, i64::MIN));
     let (up_to_due, up_to_id) = span.up_to.unwrap_or((i64::MAX, i64::MAX));
-    let statement = prepared.get(tx, sql)?;
+    let statement = prepared.get(tx, of.sql())?;
     let rows = tx
         .query(&statement, &[&now_ms, &after_due, &after_id, &(limit as i64), &up_to_due, &up_to_id])
         .map_err(pg_error)?;
@@ -178,7 +204,6 @@ pub(super) fn read_rows(
 pub(super) fn apply_all<'a>(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
-    s: &str,
     rows: &'a [ClaimRow],
     plan: &'a ClaimPlan,
     now_ms: i64,
@@ -219,9 +244,8 @@ pub(super) fn apply_all<'a>(
         .add("end_reason", "text", writes.iter().map(|w| w.end_reason).collect::<Vec<Option<&str>>>())
         .add("budget_start", "bigint", writes.iter().map(|w| w.budget_start).collect::<Vec<i64>>())
         .add("waited", "bigint", writes.iter().map(|w| w.waited_ms).collect::<Vec<i64>>());
-    let sql = q(
-        &format!(
-            "UPDATE {{s}}.deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
+    let sql = format!(
+        "UPDATE deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due_at, \
              lease_until = u.lease_until, \
              claimed_at = CASE WHEN u.stamps THEN $1::bigint ELSE d.claimed_at END, \
              held_since = CASE WHEN u.holds THEN $1::bigint ELSE d.held_since END, \
@@ -235,9 +259,7 @@ pub(super) fn apply_all<'a>(
              WHERE d.id = u.id AND d.state = u.seen_state AND d.attempts = u.seen_attempts \
              AND d.due_at IS NOT DISTINCT FROM u.seen_due \
              RETURNING u.i",
-            columns.rows_clause(2)
-        ),
-        s,
+        columns.rows_clause(2)
     );
     let statement = prepared.get(tx, sql)?;
     let written = tx.query(&statement, &columns.params_after(&[&now_ms])).map_err(pg_error)?;
@@ -253,7 +275,6 @@ pub(super) fn apply_all<'a>(
 /// The breaker rows of a claim, in its transaction.
 struct Breakers<'t, 'c> {
     tx: &'t mut Transaction<'c>,
-    s: &'t str,
     now_ms: i64,
 }
 
@@ -261,11 +282,11 @@ impl BreakerRows for Breakers<'_, '_> {
     type Error = StoreError;
 
     fn read(&mut self, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
-        read_breaker(self.tx, self.s, connection)
+        read_breaker(self.tx, connection)
     }
 
     fn write(&mut self, connection: &str, seen: Option<&BreakerRow>, next: &BreakerRow) -> Result<bool, StoreError> {
-        write_breaker(self.tx, self.s, connection, seen, next, self.now_ms)
+        write_breaker(self.tx, connection, seen, next, self.now_ms)
     }
 }
 
@@ -273,7 +294,6 @@ impl BreakerRows for Breakers<'_, '_> {
 pub(super) fn claim(
     client: &mut Client,
     prepared: &mut Prepared,
-    s: &str,
     cursor: &Mutex<ClaimCursor>,
     now_ms: i64,
     limit: usize,
@@ -285,8 +305,8 @@ pub(super) fn claim(
     let mut turn = false;
     let claimed = (|| -> Result<ClaimReport, StoreError> {
         let mut tx = bulk_transaction(client)?;
-        let Due { mut rows, expired, read_to } = read_due(&mut tx, prepared, s, cursor, now_ms, limit, &mut turn)?;
-        let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, s, now_ms }, now_ms, decide)?;
+        let Due { mut rows, expired, read_to } = read_due(&mut tx, prepared, cursor, now_ms, limit, &mut turn)?;
+        let plan = claim::plan(&mut rows, &mut Breakers { tx: &mut tx, now_ms }, now_ms, decide)?;
         // A due row (or an ended lease) left for later (its connection's slots are
         // taken): the next claim reads that index again, from the head.
         let left_running = plan.left.iter().any(|&i| i < expired);
@@ -304,19 +324,19 @@ pub(super) fn claim(
             // The turn ends once the claim knows it leaves no due row waiting:
             // only then may the processes' cursor pass its rows.
             let (due, id) = read_to.filter(|_| !left_pending).unzip();
-            let statement = prepared.get(&mut tx, q("SELECT {s}.end_claim_turn($1, $2)", s))?;
+            let statement = prepared.get(&mut tx, "SELECT end_claim_turn($1, $2)")?;
             tx.execute(&statement, &[&due, &id]).map_err(pg_error)?;
             turn = false;
         }
-        let written = apply_all(&mut tx, prepared, s, &rows, &plan, now_ms)?;
+        let written = apply_all(&mut tx, prepared, &rows, &plan, now_ms)?;
         let settled = claim::settle(&rows, &plan, &written, now_ms);
-        insert_lost_attempts(&mut tx, s, &settled.lost, now_ms)?;
+        insert_lost_attempts(&mut tx, &settled.lost, now_ms)?;
         for ended in &settled.given_up {
             // What giving it up raises, stored now that its statement matched.
-            given_up(&mut tx, s, raise, ended, now_ms)?;
+            given_up(&mut tx, raise, ended, now_ms)?;
         }
         for orphaned in &settled.orphaned {
-            insert_events(&mut tx, s, &raise.delivery_orphaned(orphaned), now_ms)?;
+            insert_events(&mut tx, &raise.delivery_orphaned(orphaned), now_ms)?;
         }
         let report = settled.report;
         tx.commit().map_err(pg_error)?;
@@ -328,7 +348,7 @@ pub(super) fn claim(
         if turn {
             // A connection this fails on is broken, and its session's end
             // releases the turn.
-            let _ = client.batch_execute(&q("SELECT pg_advisory_unlock({s}.claim_turn_key())", s));
+            let _ = client.batch_execute("SELECT pg_advisory_unlock(claim_turn_key())");
         }
     }
     claimed
@@ -355,7 +375,6 @@ struct Due {
 fn read_due(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
-    s: &str,
     cursor: &Mutex<ClaimCursor>,
     now_ms: i64,
     limit: usize,
@@ -363,21 +382,21 @@ fn read_due(
 ) -> Result<Due, StoreError> {
     let mut cursor = lock(cursor);
     let after = cursor.running.start(now_ms);
-    let mut rows = read_rows(tx, prepared, s, DeliveryState::Running, Span::after(after), now_ms, limit)?;
+    let mut rows = read_rows(tx, prepared, DueIndex::Leases, Span::after(after), now_ms, limit)?;
     // Every lease ending by now was read, unless the batch was full.
     cursor.running.after = if rows.len() == limit { rows.last().map(position) } else { Some((now_ms, i64::MAX)) };
     let expired = rows.len();
     let left = limit.saturating_sub(expired);
     let mut read_to = None;
     if left > 0 {
-        let statement = prepared.get(tx, q("SELECT turn, due, id FROM {s}.claim_turn($1)", s))?;
+        let statement = prepared.get(tx, "SELECT turn, due, id FROM claim_turn($1)")?;
         let shared = tx.query_one(&statement, &[&CLAIM_TURN_WAIT_MS]).map_err(pg_error)?;
         *turn = col(&shared, "turn")?;
         let after = match cursor.pending.start(now_ms) {
             Some(own) if *turn => Some(own.max((col(&shared, "due")?, col(&shared, "id")?))),
             start => start,
         };
-        let mut pending = read_rows(tx, prepared, s, DeliveryState::Pending, Span::after(after), now_ms, left)?;
+        let mut pending = read_rows(tx, prepared, DueIndex::Pending, Span::after(after), now_ms, left)?;
         if pending.len() < left && after.is_some() {
             // Read on, the claim found fewer than it could take: the rows it
             // passed, up to where it started, may hold some due now (due earlier
@@ -385,7 +404,7 @@ fn read_due(
             // released is due where it stood), which it takes first rather
             // than a poll later.
             let passed = Span { after: None, up_to: after };
-            let mut earlier = read_rows(tx, prepared, s, DeliveryState::Pending, passed, now_ms, left - pending.len())?;
+            let mut earlier = read_rows(tx, prepared, DueIndex::Pending, passed, now_ms, left - pending.len())?;
             earlier.append(&mut pending);
             pending = earlier;
         }

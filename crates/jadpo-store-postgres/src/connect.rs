@@ -1,6 +1,7 @@
 //! A PostgreSQL location read as libpq's URL form has it, TLS by rustls for its
 //! `sslmode`, and the URL as it may be shown (never with its password).
 
+use super::pg_error;
 use jadpo_core::store::StoreError;
 use postgres::config::SslMode;
 use std::str::FromStr;
@@ -126,9 +127,12 @@ impl PgLocation {
         Ok(PgLocation { config, ssl, schema, shown })
     }
 
-    /// A new connection. The `postgres` client starts a runtime of its own for
-    /// each, and panics when it cannot (the process has no file descriptor left):
-    /// the store is then unreachable, as when the connection is refused.
+    /// A new connection, its search path set to the store's schema, then
+    /// `pg_catalog`, then `pg_temp`: every connection the store makes is made
+    /// here, so that the store's statements reach the schema's tables. The
+    /// `postgres` client starts a runtime of its own for each, and panics when
+    /// it cannot (the process has no file descriptor left): the store is then
+    /// unreachable, as when the connection is refused.
     pub fn connect(&self) -> Result<postgres::Client, StoreError> {
         let tls = match self.ssl {
             Ssl::Disable => None,
@@ -140,13 +144,44 @@ impl PgLocation {
             Some(tls) => self.config.connect(tls),
         }));
         let unreachable = |message: String| StoreError::Unreachable { url: self.shown.clone(), message };
-        match connected {
-            Ok(connected) => connected.map_err(|e| unreachable(e.to_string())),
-            Err(_) => Err(unreachable(
-                "the client could not start its runtime (the process may have no file descriptor left)".to_string(),
-            )),
-        }
+        let mut client = match connected {
+            Ok(connected) => connected.map_err(|e| unreachable(e.to_string()))?,
+            Err(_) => {
+                return Err(unreachable(
+                    "the client could not start its runtime (the process may have no file descriptor left)".to_string(),
+                ));
+            }
+        };
+        client.batch_execute(&search_path(&self.schema)).map_err(pg_error)?;
+        Ok(client)
     }
+}
+
+/// The statement each of the store's connections runs once, as it connects, so
+/// that the store's statements, which name its tables unqualified, reach the
+/// tables of `schema` (a name of letters, digits and `_`, checked by
+/// [`PgLocation::parse`]) and nothing else:
+///
+/// - the store's schema first: a table of the same name in any other schema
+///   (`public.deliveries`, or a catalog table of that name) is never read;
+/// - then `pg_catalog`, named so that it is not searched first, as it is when
+///   left out; the built-in functions, operators and types still resolve, and
+///   the schema holds no function named like one of them (only its own:
+///   `emit`, `notify_events`, `claim_turn`, `claim_turn_key`, `end_claim_turn`);
+/// - then `pg_temp`, last, as it is otherwise searched first for tables: a
+///   temporary table named like one of the store's would capture its
+///   statements.
+///
+/// A search path is a setting of the session, set once here and assumed kept
+/// for the connection's life: none of the store's statements resets it (no
+/// `DISCARD ALL`, `RESET ALL` or `SET search_path`), and a connection is never
+/// shared with another session's settings. A pooler between the store and the
+/// server must therefore keep each session to one client (PgBouncer's
+/// `pool_mode = session`, whose `server_reset_query` runs only when the client
+/// goes); a pooler by transaction would lose the search path, as it loses the
+/// connection's writer setting and its claim turn (a session's advisory lock).
+fn search_path(schema: &str) -> String {
+    format!("SET search_path TO {}, pg_catalog, pg_temp", super::schema::quoted(schema))
 }
 
 /// rustls on ring, as the HTTP driver: checking the certificate against the web's

@@ -7,8 +7,8 @@
 //! planner matches it to the partial indexes of failed and parked deliveries
 //! (schema version 8) whatever plan it caches.
 
-use super::reads::{VIEW_COLUMNS, view_of};
-use super::{StoreError, col, pg_error, q};
+use super::reads::{view_columns, view_of};
+use super::{StoreError, col, pg_error};
 use jadpo_core::store::{AttemptRate, DeliveryFilter, DeliveryView, RATE_MINUTE_MS};
 use postgres::Client;
 use postgres::types::ToSql;
@@ -69,8 +69,8 @@ fn deliveries_sql(filter: &DeliveryFilter) -> (String, Vec<Bound>) {
         None => String::new(),
     };
     let sql = format!(
-        "SELECT {VIEW_COLUMNS} FROM {{s}}.deliveries d JOIN {{s}}.events e ON e.id = d.event_id {clause} \
-         ORDER BY d.id {} {limit}",
+        "SELECT {} FROM deliveries d JOIN events e ON e.id = d.event_id {clause} ORDER BY d.id {} {limit}",
+        view_columns!(),
         // With a limit, the newest come first (a page of the console is the
         // newest before its cursor).
         if filter.limit.is_some() { "DESC" } else { "ASC" }
@@ -78,22 +78,19 @@ fn deliveries_sql(filter: &DeliveryFilter) -> (String, Vec<Bound>) {
     (sql, values)
 }
 
-pub(super) fn deliveries(c: &mut Client, s: &str, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
+pub(super) fn deliveries(c: &mut Client, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
     let (sql, values) = deliveries_sql(filter);
     let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(Bound::sql).collect();
-    c.query(&q(&sql, s), &params).map_err(pg_error)?.iter().map(view_of).collect()
+    c.query(&sql, &params).map_err(pg_error)?.iter().map(view_of).collect()
 }
 
-pub(super) fn attempt_rates(c: &mut Client, s: &str, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
+pub(super) fn attempt_rates(c: &mut Client, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
     let rows = c
         .query(
-            &q(
-                "SELECT (started_at / $2) * $2 AS minute, \
+            "SELECT (started_at / $2) * $2 AS minute, \
                  count(*) FILTER (WHERE outcome = 'succeeded') AS succeeded, \
                  count(*) FILTER (WHERE outcome <> 'succeeded') AS failed \
-                 FROM {s}.attempts WHERE started_at >= $1 GROUP BY minute ORDER BY minute",
-                s,
-            ),
+                 FROM attempts WHERE started_at >= $1 GROUP BY minute ORDER BY minute",
             &[&since_ms, &RATE_MINUTE_MS],
         )
         .map_err(pg_error)?;

@@ -12,6 +12,12 @@
 //! operation starts (an operation cut off half-way fails whole: its transaction is
 //! rolled back by the server, and the runtime's leases bring its deliveries back).
 //!
+//! Every statement is written in the source, whatever the store's schema, and
+//! names the store's tables unqualified (`deliveries`, `events`): each
+//! connection the store opens sets its search path to the store's schema once,
+//! as it connects ([`connect::PgLocation::connect`]). Only the migrations name
+//! the schema ([`schema`] says why).
+//!
 //! By job: `connect` (URL, TLS, the password never shown), `schema`
 //! (migrations under an advisory lock), `claims`, `outcomes`, `breakers`,
 //! `reads`, `schedules`, `events` (SQL-written events' expansion, listings,
@@ -45,6 +51,8 @@ use jadpo_core::store::{
 use jadpo_core::version::{BacklogRow, OrphanRow, ProcessRow, ProgramVersion, VersionView};
 use postgres::Client;
 use postgres::error::SqlState;
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -63,8 +71,6 @@ const RECONNECT_FOR: Duration = Duration::from_secs(30);
 /// A store in one schema of a PostgreSQL database.
 pub struct PgStore {
     location: PgLocation,
-    /// The quoted schema, for the statements' `{s}`.
-    s: String,
     /// Idle connections, each with its prepared statements and when it was last
     /// put back.
     pool: Mutex<Vec<(Client, Prepared, Instant)>>,
@@ -127,7 +133,6 @@ impl PgStore {
         let mut store = PgStore {
             schema_version: schema::VERSION,
             writer: Mutex::new(None),
-            s: schema::quoted(&location.schema),
             location,
             pool: Mutex::new(Vec::new()),
             reconnect_for: options.lock_wait.min(RECONNECT_FOR),
@@ -201,14 +206,14 @@ impl PgStore {
 
     /// Run `f` on a pooled connection. A connection that broke before the
     /// operation could start is replaced and the operation run on the new one.
-    fn with_client<T>(&self, mut f: impl FnMut(&mut Client, &str) -> Result<T, StoreError>) -> Result<T, StoreError> {
-        self.with_prepared(|c, _, s| f(c, s))
+    fn with_client<T>(&self, mut f: impl FnMut(&mut Client) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.with_prepared(|c, _| f(c))
     }
 
     /// [`PgStore::with_client`], with the connection's prepared statements.
     fn with_prepared<T>(
         &self,
-        mut f: impl FnMut(&mut Client, &mut Prepared, &str) -> Result<T, StoreError>,
+        mut f: impl FnMut(&mut Client, &mut Prepared) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let (mut client, mut prepared, idle) = self.take()?;
         // A check that a connection idle for a while still answers, so a server
@@ -229,7 +234,7 @@ impl PgStore {
             versions::set_writer(&mut client, writer.as_deref().unwrap_or_default()).map_err(|e| self.named(e))?;
             prepared.1 = writer;
         }
-        let out = f(&mut client, &mut prepared, &self.s);
+        let out = f(&mut client, &mut prepared);
         self.put(client, prepared);
         out.map_err(|e| self.named(e))
     }
@@ -251,18 +256,21 @@ impl Drop for PgStore {
 /// The statements one connection has prepared, by their text: the claims' and
 /// outcomes' statements, run hundreds of times a second, are parsed once per
 /// connection and planned once (a generic plan, see [`BULK_PLAN`]), not at every
-/// batch.
+/// batch. A statement written in the source is kept by its `&'static str` (no
+/// copy of its text is made); one built at run time (its rows passed as
+/// arrays, see [`unnest::Columns`]) by its text, copied once per connection.
 #[derive(Default)]
-pub(crate) struct Prepared(std::collections::HashMap<String, postgres::Statement>, Option<String>);
+pub(crate) struct Prepared(HashMap<Cow<'static, str>, postgres::Statement>, Option<String>);
 
 impl Prepared {
     /// `sql` prepared on the transaction's connection, once.
     pub(crate) fn get(
         &mut self,
         tx: &mut postgres::Transaction<'_>,
-        sql: String,
+        sql: impl Into<Cow<'static, str>>,
     ) -> Result<postgres::Statement, StoreError> {
-        if let Some(statement) = self.0.get(&sql) {
+        let sql = sql.into();
+        if let Some(statement) = self.0.get(sql.as_ref()) {
             return Ok(statement.clone());
         }
         let statement = tx.prepare(&sql).map_err(pg_error)?;
@@ -297,11 +305,6 @@ fn bulk_transaction(client: &mut Client) -> Result<postgres::Transaction<'_>, St
     Ok(tx)
 }
 
-/// `sql` with `{s}` replaced by the quoted schema.
-fn q(sql: &str, s: &str) -> String {
-    sql.replace("{s}", s)
-}
-
 impl Views for PgStore {
     fn latest_version(&self) -> Result<Option<ProgramVersion>, StoreError> {
         if self.schema_version < schema::VERSION_WITH_VERSIONS {
@@ -314,7 +317,7 @@ impl Views for PgStore {
         if self.schema_version < schema::VERSION_WITH_VERSIONS {
             return Ok(Vec::new());
         }
-        self.with_client(|c, s| versions::versions(c, s, live_since_ms))
+        self.with_client(|c| versions::versions(c, live_since_ms))
     }
 
     fn backlog(&self) -> Result<Vec<BacklogRow>, StoreError> {
@@ -322,46 +325,46 @@ impl Views for PgStore {
     }
 
     fn past_budget(&self, subscriber: &str, attempts: u32, window_cut_ms: i64) -> Result<u64, StoreError> {
-        self.with_client(|c, s| versions::past_budget(c, s, subscriber, attempts, window_cut_ms))
+        self.with_client(|c| versions::past_budget(c, subscriber, attempts, window_cut_ms))
     }
 
     fn deliveries(&self, filter: &DeliveryFilter) -> Result<Vec<DeliveryView>, StoreError> {
-        self.with_client(|c, s| console::deliveries(c, s, filter))
+        self.with_client(|c| console::deliveries(c, filter))
     }
 
     fn delivery(&self, id: i64) -> Result<Option<DeliveryDetail>, StoreError> {
-        let found = self.with_client(|c, s| reads::delivery(c, s, id))?;
+        let found = self.with_client(|c| reads::delivery(c, id))?;
         Ok(found.map(|(delivery, attempts)| DeliveryDetail { delivery, attempts }))
     }
 
     fn status(&self, now_ms: i64) -> Result<StatusView, StoreError> {
-        self.with_client(|c, s| reads::status(c, s, now_ms))
+        self.with_client(|c| reads::status(c, now_ms))
     }
 
     fn breakers(&self) -> Result<Vec<BreakerView>, StoreError> {
-        self.with_client(|c, s| breakers::read_breakers(c, s, ""))
+        self.with_client(|c| breakers::read_breakers(c, None))
     }
 
     fn knows_connection(&self, connection: &str) -> Result<bool, StoreError> {
-        self.with_client(|c, s| pauses::knows_connection(c, s, connection))
+        self.with_client(|c| pauses::knows_connection(c, connection))
     }
 
     fn breaker_history(&self, connection: Option<&str>) -> Result<Vec<BreakerAction>, StoreError> {
-        self.with_client(|c, s| pauses::history(c, s, connection))
+        self.with_client(|c| pauses::history(c, connection))
     }
 
     fn prune_preview(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_client(|c, s| retention::prune_preview(c, s, plan))
+        self.with_client(|c| retention::prune_preview(c, plan))
     }
 
     fn events(&self, filter: &EventFilter) -> Result<Vec<EventView>, StoreError> {
         let schema = self.schema_version;
-        self.with_client(|c, s| events::list(c, s, filter, schema))
+        self.with_client(|c| events::list(c, filter, schema))
     }
 
     fn event(&self, id: i64) -> Result<Option<EventDetail>, StoreError> {
         let schema = self.schema_version;
-        let found = self.with_client(|c, s| events::one(c, s, id, schema))?;
+        let found = self.with_client(|c| events::one(c, id, schema))?;
         Ok(found.map(|(event, deliveries)| EventDetail { event, deliveries }))
     }
 
@@ -370,38 +373,38 @@ impl Views for PgStore {
     }
 
     fn attempt_rates(&self, since_ms: i64) -> Result<Vec<AttemptRate>, StoreError> {
-        self.with_client(|c, s| console::attempt_rates(c, s, since_ms))
+        self.with_client(|c| console::attempt_rates(c, since_ms))
     }
     fn db_now_ms(&self) -> Result<Option<i64>, StoreError> {
-        self.with_client(|c, _| sharing::db_now_ms(c))
+        self.with_client(sharing::db_now_ms)
     }
 }
 
 impl Store for PgStore {
     fn record_version(&self, version: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
-        let id = self.with_client(|c, s| versions::record(c, s, version, now_ms, run))?;
+        let id = self.with_client(|c| versions::record(c, version, now_ms, run))?;
         *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
         Ok(id)
     }
 
     fn heartbeat(&self, process: &ProcessRow, now_ms: i64, live_since_ms: i64) -> Result<Vec<String>, StoreError> {
-        self.with_client(|c, s| versions::heartbeat(c, s, process, now_ms, live_since_ms))
+        self.with_client(|c| versions::heartbeat(c, process, now_ms, live_since_ms))
     }
 
     fn process_stopped(&self, id: &str) -> Result<(), StoreError> {
-        self.with_client(|c, s| versions::stopped(c, s, id))
+        self.with_client(|c| versions::stopped(c, id))
     }
 
     fn orphans(&self, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
-        self.with_client(|c, s| versions::orphans(c, s, subscribers, limit))
+        self.with_client(|c| versions::orphans(c, subscribers, limit))
     }
 
     fn adopt(&self, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
-        self.with_client(|c, s| versions::adopt(c, s, rows, now_ms))
+        self.with_client(|c| versions::adopt(c, rows, now_ms))
     }
 
     fn emit(&self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        self.with_client(|c, s| outcomes::emit(c, s, events, now_ms))
+        self.with_client(|c| outcomes::emit(c, events, now_ms))
     }
 
     fn next_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -409,11 +412,11 @@ impl Store for PgStore {
     }
 
     fn sync_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
-        self.with_client(|c, s| schedules::sync(c, s, schedules, now_ms))
+        self.with_client(|c| schedules::sync(c, schedules, now_ms))
     }
 
     fn claim_schedules(&self, schedules: &[ScheduleSpec], now_ms: i64) -> Result<Vec<ClaimedSchedule>, StoreError> {
-        self.with_client(|c, s| schedules::claim(c, s, schedules, now_ms))
+        self.with_client(|c| schedules::claim(c, schedules, now_ms))
     }
 
     fn record_schedule(
@@ -423,7 +426,7 @@ impl Store for PgStore {
         ended_at_ms: i64,
         failure: Option<&Failure>,
     ) -> Result<bool, StoreError> {
-        self.with_client(|c, s| schedules::record(c, s, name, run, ended_at_ms, failure))
+        self.with_client(|c| schedules::record(c, name, run, ended_at_ms, failure))
     }
 
     fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
@@ -431,11 +434,11 @@ impl Store for PgStore {
     }
 
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
-        self.with_client(|c, s| reads::next_sweep_ms(c, s, now_ms))
+        self.with_client(|c| reads::next_sweep_ms(c, now_ms))
     }
 
     fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_client(|c, s| retention::prune_batch(c, s, plan))
+        self.with_client(|c| retention::prune_batch(c, plan))
     }
 
     fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {
@@ -449,7 +452,7 @@ impl Store for PgStore {
         decide: &mut dyn FnMut(&ClaimCandidate) -> ClaimVerdict,
         raise: &dyn Raise,
     ) -> Result<ClaimReport, StoreError> {
-        self.with_prepared(|c, p, s| claims::claim(c, p, s, &self.claims, now_ms, limit, decide, raise))
+        self.with_prepared(|c, p| claims::claim(c, p, &self.claims, now_ms, limit, decide, raise))
     }
 
     fn record(
@@ -461,7 +464,7 @@ impl Store for PgStore {
         if outcomes.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_prepared(|c, p, s| outcomes::record(c, p, s, outcomes, raised, raise))
+        self.with_prepared(|c, p| outcomes::record(c, p, outcomes, raised, raise))
     }
 }
 

@@ -4,7 +4,7 @@
 use super::breakers::{read_breaker, release_held, write_breaker};
 use super::builtin::{insert_events, recovered};
 use super::unnest::Columns;
-use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, q, state_of};
+use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
@@ -18,12 +18,12 @@ use std::collections::HashMap;
 /// changing before the transaction gives up (and is run again by the caller).
 const COUNT_TRIES: usize = 16;
 
-pub(super) fn emit(client: &mut Client, s: &str, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+pub(super) fn emit(client: &mut Client, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
     if events.is_empty() {
         return Ok(Vec::new());
     }
     let mut tx = client.transaction().map_err(pg_error)?;
-    let ids = insert_events(&mut tx, s, events, now_ms)?;
+    let ids = insert_events(&mut tx, events, now_ms)?;
     tx.commit().map_err(pg_error)?;
     Ok(ids)
 }
@@ -32,7 +32,6 @@ pub(super) fn emit(client: &mut Client, s: &str, events: &[NewEvent], now_ms: i6
 /// in one statement.
 pub(super) fn insert_lost_attempts(
     tx: &mut Transaction<'_>,
-    s: &str,
     lost: &[LostAttempt],
     now_ms: i64,
 ) -> Result<(), StoreError> {
@@ -52,14 +51,11 @@ pub(super) fn insert_lost_attempts(
             lost.iter().map(|l| now_ms.saturating_sub(l.started_at_ms).max(0)).collect::<Vec<i64>>(),
         );
     tx.execute(
-        &q(
-            &format!(
-                "INSERT INTO {{s}}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
+        &format!(
+            "INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
                  reason) SELECT delivery, attempt, started, duration, 'failed', $1::text, $2::text, $3::text \
                  FROM {} ORDER BY n",
-                u.rows_clause(4)
-            ),
-            s,
+            u.rows_clause(4)
         ),
         &u.params_after(&[&f.code.as_str(), &f.kind.as_str(), &f.reason.as_deref()]),
     )
@@ -75,7 +71,6 @@ pub(super) fn insert_lost_attempts(
 pub(super) fn conclude_all(
     tx: &mut Transaction<'_>,
     prepared: &mut Prepared,
-    s: &str,
     outcomes: &[Recorded],
 ) -> Result<Vec<usize>, StoreError> {
     let failures: Vec<Option<Failure>> = outcomes.iter().map(|r| r.outcome.failure()).collect();
@@ -124,9 +119,8 @@ pub(super) fn conclude_all(
         // finished attempt left in it until a vacuum) instead of reaching each row
         // by its id.
         .add("running", "text", vec!["running"; outcomes.len()]);
-    let sql = q(
-        &format!(
-            "WITH done AS (UPDATE {{s}}.deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
+    let sql = format!(
+        "WITH done AS (UPDATE deliveries d SET state = u.state, due_at = u.due_at, lease_until = NULL, \
              last_code = COALESCE(u.code, d.last_code), last_kind = COALESCE(u.kind, d.last_kind), \
              last_reason = CASE WHEN u.code IS NULL THEN d.last_reason ELSE u.reason END, end_reason = u.end_reason, \
              handled_at = COALESCE(d.handled_at, CASE WHEN u.handled THEN u.ended_at END) \
@@ -134,13 +128,11 @@ pub(super) fn conclude_all(
              WHERE d.id = u.id AND d.state = u.running AND d.attempts = u.attempt AND d.claimed_at = u.started_at \
              RETURNING u.i, u.id, u.attempt, u.started_at, u.duration_ms, u.outcome, u.a_code, u.a_kind, \
              u.http_status, u.a_reason), \
-             tried AS (INSERT INTO {{s}}.attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
+             tried AS (INSERT INTO attempts (delivery_id, attempt, started_at, duration_ms, outcome, code, kind, \
              http_status, reason) SELECT id, attempt, started_at, duration_ms, outcome, a_code, a_kind, http_status, \
              a_reason FROM done) \
              SELECT i FROM done",
-            u.rows_clause(1)
-        ),
-        s,
+        u.rows_clause(1)
     );
     let statement = prepared.get(tx, sql)?;
     let rows = tx.query(&statement, &u.params_after(&[])).map_err(pg_error)?;
@@ -161,19 +153,14 @@ pub(super) fn conclude_all(
 /// as it changes; a change is written only if the row is still as read, else the
 /// row is read again and the outcome counted again. A breaker that closes
 /// releases its held deliveries.
-fn count_outcomes(
-    tx: &mut Transaction<'_>,
-    s: &str,
-    written: &[&Recorded],
-    raise: &dyn Raise,
-) -> Result<(), StoreError> {
+fn count_outcomes(tx: &mut Transaction<'_>, written: &[&Recorded], raise: &dyn Raise) -> Result<(), StoreError> {
     let mut rows: HashMap<&str, Option<BreakerRow>> = HashMap::new();
     for r in written {
         let mut counted = false;
         for _ in 0..COUNT_TRIES {
             let current = match rows.get(r.connection.as_str()) {
                 Some(row) => row.clone(),
-                None => read_breaker(tx, s, &r.connection)?,
+                None => read_breaker(tx, &r.connection)?,
             };
             let old = current.clone().unwrap_or_default();
             let (next, what) = breaker::after_attempt(&old, r.id, &r.outcome, r.ended_at_ms);
@@ -182,11 +169,11 @@ fn count_outcomes(
                 counted = true;
                 break;
             }
-            if write_breaker(tx, s, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
+            if write_breaker(tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
                 rows.insert(&r.connection, Some(next));
                 if what == AfterAttempt::Closed {
-                    release_held(tx, s, &r.connection, r.ended_at_ms)?;
-                    recovered(tx, s, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+                    release_held(tx, &r.connection, r.ended_at_ms)?;
+                    recovered(tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
                 }
                 counted = true;
                 break;
@@ -206,30 +193,28 @@ fn count_outcomes(
 pub(super) fn record(
     client: &mut Client,
     prepared: &mut Prepared,
-    s: &str,
     outcomes: &[Recorded],
     raised: &[Vec<NewEvent>],
     raise: &dyn Raise,
 ) -> Result<Vec<usize>, StoreError> {
     let mut tx = bulk_transaction(client)?;
-    let written = conclude_all(&mut tx, prepared, s, outcomes)?;
+    let written = conclude_all(&mut tx, prepared, outcomes)?;
     // What the written outcomes raise (a delivery failed or parked), stored only
     // for those whose guard matched.
     for &i in &written {
         if let Some(events) = raised.get(i).filter(|e| !e.is_empty()) {
-            insert_events(&mut tx, s, events, outcomes[i].ended_at_ms)?;
+            insert_events(&mut tx, events, outcomes[i].ended_at_ms)?;
         }
     }
     let counted: Vec<&Recorded> = written.iter().map(|&i| &outcomes[i]).collect();
-    count_outcomes(&mut tx, s, &counted, raise)?;
+    count_outcomes(&mut tx, &counted, raise)?;
     tx.commit().map_err(pg_error)?;
     Ok(written)
 }
 
 /// A delivery's state and attempts, for an operator's action.
-pub(super) fn operator_row(tx: &mut Transaction<'_>, s: &str, id: i64) -> Result<Option<OperatorRow>, StoreError> {
-    let Some(row) =
-        tx.query_opt(&q("SELECT state, attempts FROM {s}.deliveries WHERE id = $1", s), &[&id]).map_err(pg_error)?
+pub(super) fn operator_row(tx: &mut Transaction<'_>, id: i64) -> Result<Option<OperatorRow>, StoreError> {
+    let Some(row) = tx.query_opt("SELECT state, attempts FROM deliveries WHERE id = $1", &[&id]).map_err(pg_error)?
     else {
         return Ok(None);
     };
@@ -243,7 +228,6 @@ pub(super) fn operator_row(tx: &mut Transaction<'_>, s: &str, id: i64) -> Result
 /// as `ended`, only if the state is still the one read.
 pub(super) fn skip_one(
     tx: &mut Transaction<'_>,
-    s: &str,
     id: i64,
     seen: DeliveryState,
     ended: DeliveryState,
@@ -251,11 +235,8 @@ pub(super) fn skip_one(
 ) -> Result<bool, StoreError> {
     let n = tx
         .execute(
-            &q(
-                "UPDATE {s}.deliveries SET state = $3, due_at = NULL, lease_until = NULL, held_since = NULL, \
+            "UPDATE deliveries SET state = $3, due_at = NULL, lease_until = NULL, held_since = NULL, \
                  held_connection = NULL, claimed_at = $4, end_reason = $5 WHERE id = $1 AND state = $2",
-                s,
-            ),
             &[&id, &seen.as_str(), &ended.as_str(), &now_ms, &jadpo_core::store::END_SKIPPED],
         )
         .map_err(pg_error)?;
@@ -266,19 +247,15 @@ pub(super) fn skip_one(
 /// core's fresh record, written only if the state is still the one read.
 pub(super) fn retry_one(
     tx: &mut Transaction<'_>,
-    s: &str,
     id: i64,
     seen: DeliveryState,
     fresh: &Record,
 ) -> Result<bool, StoreError> {
     let n = tx
         .execute(
-            &q(
-                "UPDATE {s}.deliveries SET state = $3, attempts = $4, due_at = $5, lease_until = NULL, \
+            "UPDATE deliveries SET state = $3, attempts = $4, due_at = $5, lease_until = NULL, \
                  budget_start = $6, held_ms = $7, held_since = NULL, held_connection = NULL, last_code = NULL, \
                  last_kind = NULL, last_reason = NULL, end_reason = NULL WHERE id = $1 AND state = $2",
-                s,
-            ),
             &[
                 &id,
                 &seen.as_str(),

@@ -4,7 +4,7 @@
 //! attempts (its handled record is a column of its row), then the events left
 //! with no delivery.
 
-use super::{StoreError, col, pg_error, q};
+use super::{StoreError, col, pg_error};
 use jadpo_core::store::{PruneCounts, PrunePlan};
 use postgres::Client;
 
@@ -14,13 +14,15 @@ fn pruned_deliveries(plan: &PrunePlan) -> String {
     format!("d.state IN ({}) AND COALESCE(d.claimed_at, d.created_at) < $1", states.join(", "))
 }
 
-/// An event (`e`) that may go once deliveries were deleted: none of its
-/// deliveries is left. Only events of deliveries just deleted are looked at, so
-/// an event that never had a delivery is not touched by this alone; a condition
-/// that keeps more events (one still to be expanded, say) is added here.
-const EVENT_LEFT_EMPTY: &str = "NOT EXISTS (SELECT 1 FROM {s}.deliveries d WHERE d.id = ANY(e.delivery_ids))";
+/// The events among `$1` that may go once deliveries were deleted: none of
+/// their deliveries is left. Only events of deliveries just deleted are looked
+/// at, so an event that never had a delivery is not touched by this alone; a
+/// condition that keeps more events (one still to be expanded, say) is added
+/// here.
+const DELETE_EVENTS_LEFT_EMPTY: &str = "DELETE FROM events e WHERE e.id = ANY($1) \
+     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = ANY(e.delivery_ids))";
 
-pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+pub(super) fn prune_batch(client: &mut Client, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
     let which = pruned_deliveries(plan);
     let batch = i64::try_from(plan.batch).unwrap_or(i64::MAX);
     let mut tx = client.transaction().map_err(pg_error)?;
@@ -28,14 +30,11 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
     // holds is left for a later batch), and the delete checks them again.
     let deleted = tx
         .query(
-            &q(
-                &format!(
-                    "WITH gone AS (DELETE FROM {{s}}.deliveries d WHERE d.id IN (SELECT d.id FROM {{s}}.deliveries d \
+            &format!(
+                "WITH gone AS (DELETE FROM deliveries d WHERE d.id IN (SELECT d.id FROM deliveries d \
                      WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
                      RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) \
                      SELECT id, event_id, handled FROM gone"
-                ),
-                s,
             ),
             &[&plan.cut_ms, &batch],
         )
@@ -53,30 +52,24 @@ pub(super) fn prune_batch(client: &mut Client, s: &str, plan: &PrunePlan) -> Res
         tx.commit().map_err(pg_error)?;
         return Ok(counts);
     }
-    counts.attempts =
-        tx.execute(&q("DELETE FROM {s}.attempts WHERE delivery_id = ANY($1)", s), &[&ids]).map_err(pg_error)?;
+    counts.attempts = tx.execute("DELETE FROM attempts WHERE delivery_id = ANY($1)", &[&ids]).map_err(pg_error)?;
     events.sort_unstable();
     events.dedup();
-    counts.events = tx
-        .execute(&q(&format!("DELETE FROM {{s}}.events e WHERE e.id = ANY($1) AND {EVENT_LEFT_EMPTY}"), s), &[&events])
-        .map_err(pg_error)?;
+    counts.events = tx.execute(DELETE_EVENTS_LEFT_EMPTY, &[&events]).map_err(pg_error)?;
     tx.commit().map_err(pg_error)?;
     Ok(counts)
 }
 
-pub(super) fn prune_preview(client: &mut Client, s: &str, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+pub(super) fn prune_preview(client: &mut Client, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
     let which = pruned_deliveries(plan);
-    let sql = q(
-        &format!(
-            "SELECT (SELECT count(*) FROM {{s}}.deliveries d WHERE {which}) AS deliveries, \
-             (SELECT count(*) FROM {{s}}.attempts a JOIN {{s}}.deliveries d ON d.id = a.delivery_id WHERE {which}) \
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM deliveries d WHERE {which}) AS deliveries, \
+             (SELECT count(*) FROM attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE {which}) \
              AS attempts, \
-             (SELECT count(*) FROM {{s}}.deliveries d WHERE {which} AND d.handled_at IS NOT NULL) AS handled, \
-             (SELECT count(*) FROM {{s}}.events e WHERE EXISTS (SELECT 1 FROM {{s}}.deliveries d \
-             WHERE d.id = ANY(e.delivery_ids) AND {which}) AND NOT EXISTS (SELECT 1 FROM {{s}}.deliveries d \
+             (SELECT count(*) FROM deliveries d WHERE {which} AND d.handled_at IS NOT NULL) AS handled, \
+             (SELECT count(*) FROM events e WHERE EXISTS (SELECT 1 FROM deliveries d \
+             WHERE d.id = ANY(e.delivery_ids) AND {which}) AND NOT EXISTS (SELECT 1 FROM deliveries d \
              WHERE d.id = ANY(e.delivery_ids) AND NOT ({which}))) AS events"
-        ),
-        s,
     );
     let row = client.query_one(&sql, &[&plan.cut_ms]).map_err(pg_error)?;
     let n = |name: &str| col::<i64>(&row, name).map(|v| u64::try_from(v).unwrap_or(0));

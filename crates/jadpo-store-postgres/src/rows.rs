@@ -16,23 +16,18 @@ use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, Operato
 use jadpo_core::store::{BreakerAction, BreakerView, Expansion, NewEvent, Replay, Rows, Transact, UnexpandedEvent};
 use postgres::Transaction;
 
-/// [`Rows`] in one transaction of the schema `s`.
+/// [`Rows`] in one transaction.
 struct PgRows<'a, 't> {
     tx: &'a mut Transaction<'t>,
-    s: &'a str,
 }
 
 impl Rows for PgRows<'_, '_> {
     fn breaker(&mut self, connection: &str) -> Result<Option<BreakerRow>, StoreError> {
-        read_breaker(self.tx, self.s, connection)
+        read_breaker(self.tx, connection)
     }
 
     fn breakers(&mut self, which: BreakerSet) -> Result<Vec<BreakerView>, StoreError> {
-        let filter = match which {
-            BreakerSet::Paused => breakers::PAUSED,
-            BreakerSet::Swept => breakers::SWEPT,
-        };
-        read_breakers(self.tx, self.s, filter)
+        read_breakers(self.tx, Some(which))
     }
 
     fn write_breaker(
@@ -42,44 +37,44 @@ impl Rows for PgRows<'_, '_> {
         next: &BreakerRow,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        write_breaker(self.tx, self.s, connection, seen, next, now_ms)
+        write_breaker(self.tx, connection, seen, next, now_ms)
     }
 
     fn keep_action(&mut self, action: &BreakerAction) -> Result<(), StoreError> {
-        keep_action(self.tx, self.s, action)
+        keep_action(self.tx, action)
     }
 
     fn held(&mut self, which: HeldSet<'_>) -> Result<Vec<HeldRow>, StoreError> {
-        breakers::held(self.tx, self.s, which)
+        breakers::held(self.tx, which)
     }
 
     fn release(&mut self, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
-        breakers::release(self.tx, self.s, rows, now_ms)
+        breakers::release(self.tx, rows, now_ms)
     }
 
     fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
-        breakers::held_longest(self.tx, self.s, connection)
+        breakers::held_longest(self.tx, connection)
     }
 
     fn held_by_outage(&mut self, connection: &str, now_ms: i64) -> Result<u64, StoreError> {
-        breakers::held_by_outage(self.tx, self.s, connection, now_ms)
+        breakers::held_by_outage(self.tx, connection, now_ms)
     }
 
     fn insert_events(&mut self, events: &[NewEvent], now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        insert_events(self.tx, self.s, events, now_ms)
+        insert_events(self.tx, events, now_ms)
     }
 
     fn insert_replays(&mut self, replays: &[Replay], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         let events: Vec<(&NewEvent, Option<i64>)> = replays.iter().map(|r| (&r.event, Some(r.of))).collect();
-        insert_events_of(self.tx, self.s, &events, now_ms)
+        insert_events_of(self.tx, &events, now_ms)
     }
 
     fn operator_row(&mut self, id: i64) -> Result<Option<OperatorRow>, StoreError> {
-        operator_row(self.tx, self.s, id)
+        operator_row(self.tx, id)
     }
 
     fn retry_delivery(&mut self, id: i64, seen: DeliveryState, fresh: &Record) -> Result<bool, StoreError> {
-        retry_one(self.tx, self.s, id, seen, fresh)
+        retry_one(self.tx, id, seen, fresh)
     }
 
     fn skip_delivery(
@@ -89,11 +84,11 @@ impl Rows for PgRows<'_, '_> {
         ended: DeliveryState,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        skip_one(self.tx, self.s, id, seen, ended, now_ms)
+        skip_one(self.tx, id, seen, ended, now_ms)
     }
 
     fn unexpanded(&mut self, limit: usize) -> Result<Vec<UnexpandedEvent>, StoreError> {
-        unexpanded(self.tx, self.s, limit)
+        unexpanded(self.tx, limit)
     }
 
     fn write_expansions(
@@ -102,15 +97,15 @@ impl Rows for PgRows<'_, '_> {
         decided: &[Expansion],
         now_ms: i64,
     ) -> Result<Vec<bool>, StoreError> {
-        write_expansions(self.tx, self.s, events, decided, now_ms)
+        write_expansions(self.tx, events, decided, now_ms)
     }
 }
 
 impl Transact for PgStore {
     fn transact(&self, work: &mut dyn FnMut(&mut dyn Rows) -> Result<(), StoreError>) -> Result<(), StoreError> {
-        self.with_client(|c, s| {
+        self.with_client(|c| {
             let mut tx = c.transaction().map_err(pg_error)?;
-            work(&mut PgRows { tx: &mut tx, s })?;
+            work(&mut PgRows { tx: &mut tx })?;
             tx.commit().map_err(pg_error)
         })
     }

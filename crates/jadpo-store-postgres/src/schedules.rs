@@ -1,21 +1,18 @@
 //! Schedules: one run per due time across every process; a run's end recorded
 //! only by the run that is still the latest.
 
-use super::{StoreError, col, pg_error, q};
+use super::{StoreError, col, pg_error};
 use jadpo_core::rules::{self, Failure};
 use jadpo_core::store::{ClaimedSchedule, ScheduleSpec};
 use postgres::Client;
 
-pub(super) fn sync(c: &mut Client, s: &str, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
+pub(super) fn sync(c: &mut Client, schedules: &[ScheduleSpec], now_ms: i64) -> Result<(), StoreError> {
     let mut tx = c.transaction().map_err(pg_error)?;
     for spec in schedules {
         let every = rules::ms_i64(spec.every_ms);
         tx.execute(
-            &q(
-                "INSERT INTO {s}.schedules (name, every_ms, first_seen, due_at) VALUES ($1, $2, $3, $4) \
+            "INSERT INTO schedules (name, every_ms, first_seen, due_at) VALUES ($1, $2, $3, $4) \
                  ON CONFLICT (name) DO UPDATE SET every_ms = excluded.every_ms",
-                s,
-            ),
             &[&spec.name, &every, &now_ms, &now_ms.saturating_add(every)],
         )
         .map_err(pg_error)?;
@@ -25,7 +22,6 @@ pub(super) fn sync(c: &mut Client, s: &str, schedules: &[ScheduleSpec], now_ms: 
 
 pub(super) fn claim(
     c: &mut Client,
-    s: &str,
     schedules: &[ScheduleSpec],
     now_ms: i64,
 ) -> Result<Vec<ClaimedSchedule>, StoreError> {
@@ -33,10 +29,7 @@ pub(super) fn claim(
     let mut claimed = Vec::new();
     for spec in schedules {
         let row = tx
-            .query_opt(
-                &q("SELECT due_at, runs FROM {s}.schedules WHERE name = $1 AND due_at <= $2", s),
-                &[&spec.name, &now_ms],
-            )
+            .query_opt("SELECT due_at, runs FROM schedules WHERE name = $1 AND due_at <= $2", &[&spec.name, &now_ms])
             .map_err(pg_error)?;
         let Some(row) = row else { continue };
         let (due_at, runs): (i64, i64) = (col(&row, "due_at")?, col(&row, "runs")?);
@@ -44,11 +37,8 @@ pub(super) fn claim(
         // Taken only if still due then: of processes racing, one takes the run.
         let n = tx
             .execute(
-                &q(
-                    "UPDATE {s}.schedules SET due_at = $3, runs = runs + 1, last_claimed_at = $4 \
+                "UPDATE schedules SET due_at = $3, runs = runs + 1, last_claimed_at = $4 \
                      WHERE name = $1 AND due_at = $2",
-                    s,
-                ),
                 &[&spec.name, &due_at, &next, &now_ms],
             )
             .map_err(pg_error)?;
@@ -62,7 +52,6 @@ pub(super) fn claim(
 
 pub(super) fn record(
     c: &mut Client,
-    s: &str,
     name: &str,
     run: u64,
     ended_at_ms: i64,
@@ -70,11 +59,8 @@ pub(super) fn record(
 ) -> Result<bool, StoreError> {
     let n = c
         .execute(
-            &q(
-                "UPDATE {s}.schedules SET last_ended_at = $3, last_code = $4, last_kind = $5 \
+            "UPDATE schedules SET last_ended_at = $3, last_code = $4, last_kind = $5 \
                  WHERE name = $1 AND runs = $2",
-                s,
-            ),
             &[
                 &name,
                 &i64::try_from(run).unwrap_or(i64::MAX),
@@ -87,7 +73,7 @@ pub(super) fn record(
     Ok(n == 1)
 }
 
-pub(super) fn next_due_ms(c: &mut Client, s: &str) -> Result<Option<i64>, StoreError> {
-    let row = c.query_one(&q("SELECT min(due_at) AS t FROM {s}.schedules", s), &[]).map_err(pg_error)?;
+pub(super) fn next_due_ms(c: &mut Client) -> Result<Option<i64>, StoreError> {
+    let row = c.query_one("SELECT min(due_at) AS t FROM schedules", &[]).map_err(pg_error)?;
     col(&row, "t")
 }

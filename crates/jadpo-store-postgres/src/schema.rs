@@ -8,6 +8,16 @@ use postgres::Client;
 
 /// The migrations, in order; `{s}` stands for the quoted schema. Times are
 /// milliseconds since the Unix epoch, as the runtime's rules count them.
+///
+/// Unlike the store's statements, which name its tables unqualified and reach
+/// them by their connection's search path, the migrations name the schema in
+/// every name they make or change, for two reasons. The functions and triggers
+/// they make (`emit`, the events table's notification, the claims' turn) run
+/// in whatever session calls them, an application's own among them, with that
+/// session's search path: their bodies must reach the store's tables and
+/// functions by schema-qualified names. And `jadpoc migrate --print` shows
+/// these texts as a script for review, which must do the same thing run from
+/// any session (`psql` with its default search path, say).
 const MIGRATIONS: &[&str] = &[
     r#"
 CREATE TABLE {s}.events (

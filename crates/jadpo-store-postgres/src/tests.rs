@@ -9,6 +9,7 @@
 //! same.
 //! Skipped with a message when no server answers, except under `CI=true`.
 
+use super::connect::PgLocation;
 use super::{PgStore, Prepared, breakers, claims, outcomes};
 use jadpo_check::program::{BreakerState, DeliveryState};
 use jadpo_core::claim::{Change, ClaimPlan, RowWrite};
@@ -46,6 +47,12 @@ impl Db {
 
     fn client(&self) -> Client {
         self.db.client()
+    }
+
+    /// A connection as the store makes them, its search path on the store's
+    /// schema, for the store's statements run alone.
+    fn store_client(&self) -> Client {
+        PgLocation::parse(self.url(), None).expect("the URL").connect().expect("connect")
     }
 
     fn meddle(&self, sql: &str) {
@@ -96,18 +103,11 @@ impl Db {
 /// Read delivery 1 as a claim does, change it in the same transaction as
 /// `meddling` says, and apply a claim's statement to it. Returns whether it took.
 fn claim_statement(db: &Db, meddling: &str) -> bool {
-    let mut c = db.client();
+    let mut c = db.store_client();
     let mut tx = c.transaction().expect("begin");
-    let rows = claims::read_rows(
-        &mut tx,
-        &mut Prepared::default(),
-        "\"jadpo\"",
-        DeliveryState::Pending,
-        claims::Span::default(),
-        T0,
-        1,
-    )
-    .expect("read");
+    let rows =
+        claims::read_rows(&mut tx, &mut Prepared::default(), claims::DueIndex::Pending, claims::Span::default(), T0, 1)
+            .expect("read");
     assert_eq!(rows.len(), 1);
     if !meddling.is_empty() {
         tx.batch_execute(meddling).expect("meddle");
@@ -116,7 +116,7 @@ fn claim_statement(db: &Db, meddling: &str) -> bool {
     let write = RowWrite::of(&hold, rows[0].candidate.record.attempts, rows[0].candidate.record.budget_start_ms, T0)
         .expect("a hold writes");
     let plan = ClaimPlan { changes: vec![Change { row: 0, decision: hold, write }], left: Vec::new() };
-    let took = claims::apply_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &rows, &plan, T0).expect("apply");
+    let took = claims::apply_all(&mut tx, &mut Prepared::default(), &rows, &plan, T0).expect("apply");
     tx.commit().expect("commit");
     took == vec![0]
 }
@@ -167,10 +167,10 @@ fn an_outcome_for_a_lease_taken_since_changes_nothing_and_adds_no_attempt() {
     assert_eq!(attempts, 0, "no attempt row for an outcome that was not written");
     assert_eq!(store.record(&[recorded(T0 + 40_000)], &[], &NoRaise).expect("record"), vec![0]);
     assert_eq!(db.row().0, "succeeded");
-    let mut c = db.client();
+    let mut c = db.store_client();
     let mut tx = c.transaction().expect("begin");
     assert!(
-        outcomes::conclude_all(&mut tx, &mut Prepared::default(), "\"jadpo\"", &[recorded(T0 + 40_000)])
+        outcomes::conclude_all(&mut tx, &mut Prepared::default(), &[recorded(T0 + 40_000)])
             .expect("conclude")
             .is_empty()
     );
@@ -195,11 +195,10 @@ fn an_operator_retry_of_a_row_changed_since_changes_nothing() {
 fn a_breaker_row_changed_since_it_was_read_is_not_overwritten() {
     let Some(db) = Db::new() else { return };
     let _store = db.store();
-    let s = "\"jadpo\"";
     let write = |old: Option<&BreakerRow>, next: &BreakerRow| {
-        let mut c = db.client();
+        let mut c = db.store_client();
         let mut tx = c.transaction().expect("begin");
-        let took = breakers::write_breaker(&mut tx, s, "c", old, next, T0).expect("write");
+        let took = breakers::write_breaker(&mut tx, "c", old, next, T0).expect("write");
         tx.commit().expect("commit");
         took
     };
@@ -238,10 +237,10 @@ fn a_release_of_a_row_held_again_since_changes_nothing() {
          held_connection = 'c'",
     );
     let release = |held_ms: i64, held_since: i64| {
-        let mut c = db.client();
+        let mut c = db.store_client();
         let mut tx = c.transaction().expect("begin");
         let row = jadpo_core::store::rows::HeldRow { id: 1, held_ms, held_since_ms: Some(held_since) };
-        let took = breakers::release(&mut tx, "\"jadpo\"", &[row], T0 + 60_000).expect("release");
+        let took = breakers::release(&mut tx, &[row], T0 + 60_000).expect("release");
         tx.commit().expect("commit");
         took == 1
     };
@@ -468,7 +467,7 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
         "INSERT INTO jadpo.events (name, payload, emitted_at, expanded) VALUES ('Paid', '{}', 0, false), \
                ('Paid', '{}', 0, false)",
     );
-    let mut c = db.client();
+    let mut c = db.store_client();
     let mut tx = c.transaction().expect("begin");
     let read: Vec<UnexpandedEvent> =
         [2, 3].into_iter().map(|id| UnexpandedEvent { id, name: "Paid".into(), payload: "{}".into() }).collect();
@@ -477,8 +476,7 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
     let to_rec = || {
         Expansion::Deliveries(vec![NewDelivery { subscriber: "rec".into(), connection: "c".into(), order_key: None }])
     };
-    let marked =
-        super::events::write_expansions(&mut tx, "\"jadpo\"", &read, &[to_rec(), to_rec()], T0).expect("write");
+    let marked = super::events::write_expansions(&mut tx, &read, &[to_rec(), to_rec()], T0).expect("write");
     assert_eq!(marked, vec![false, true], "only the event still waiting");
     let rows: Vec<(i64, Option<String>, Vec<i64>)> = tx
         .query("SELECT id, invalid_code, delivery_ids FROM jadpo.events WHERE id IN (2, 3) ORDER BY id", &[])
@@ -495,4 +493,58 @@ fn an_expansion_of_an_event_expanded_since_changes_nothing() {
     assert_eq!(made.len(), 1, "no delivery for the event expanded since: {made:?}");
     assert_eq!(rows, vec![(2, Some("theirs".into()), vec![]), (3, None, vec![made[0].0])]);
     assert_eq!(made[0].1, 3);
+}
+
+#[test]
+fn stores_in_two_schemas_of_one_database_reach_only_their_own_tables() {
+    use jadpo_core::store::{DeliveryFilter, Transact};
+    let Some(db) = Db::new() else { return };
+    // Tables named as the store's, of other shapes, in `public` (where a search
+    // path left as it was would find them) before either store exists.
+    db.meddle(
+        "CREATE TABLE public.deliveries (id text PRIMARY KEY, note text); \
+         INSERT INTO public.deliveries VALUES ('theirs', 'kept'); \
+         CREATE TABLE public.events (id text PRIMARY KEY);",
+    );
+    let a = PgStore::open(&format!("{}?schema=team_a", db.url()), OpenOptions::read_write()).expect("open a");
+    let b = PgStore::open(&format!("{}?schema=team_b", db.url()), OpenOptions::read_write()).expect("open b");
+    emit_due(&a, T0);
+    emit_due(&a, T0);
+    let ids = |store: &PgStore| -> Vec<i64> {
+        store.deliveries(&DeliveryFilter::default()).expect("deliveries").iter().map(|d| d.id).collect()
+    };
+    assert_eq!((ids(&a), ids(&b)), (vec![1, 2], vec![]));
+    assert_eq!(b.events(&Default::default()).expect("events").len(), 0, "an event of the other schema");
+    assert_eq!(run_ids(&b, T0, 10), Vec::<i64>::new(), "nothing to claim in the other schema");
+    assert_eq!(run_ids(&a, T0, 10), vec![1, 2]);
+    // An event written in SQL by the application, whose session's search path
+    // finds `public.events` first, goes to the schema whose `emit` it calls.
+    let mut app = db.client();
+    app.batch_execute("SELECT team_b.emit('Paid', '{}')").expect("emit in SQL");
+    assert_eq!((a.expansion_waiting().expect("a"), b.expansion_waiting().expect("b")), (false, true));
+    assert_eq!(b.events(&Default::default()).expect("events").iter().map(|e| e.id).collect::<Vec<_>>(), vec![1]);
+    // A temporary table named as the store's, on the store's own connection, is
+    // not read either: `pg_temp` comes last.
+    let listed = a
+        .with_client(|c| {
+            c.batch_execute("CREATE TEMPORARY TABLE deliveries (id text)").expect("a temporary table");
+            super::console::deliveries(c, &DeliveryFilter::default())
+        })
+        .expect("deliveries");
+    assert_eq!(listed.iter().map(|d| d.id).collect::<Vec<_>>(), vec![1, 2]);
+    let kept: Vec<(String, String)> = app
+        .query("SELECT id, note FROM public.deliveries", &[])
+        .expect("public")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(kept, vec![("theirs".to_string(), "kept".to_string())]);
+    let counted: i64 = app.query_one("SELECT count(*) FROM public.events", &[]).expect("public").get(0);
+    assert_eq!(counted, 0);
+    // Each connection's search path, as the store set it.
+    let path = |store: &PgStore| -> String {
+        store.with_client(|c| Ok(c.query_one("SHOW search_path", &[]).expect("show").get(0))).expect("path")
+    };
+    assert_eq!(path(&a), "team_a, pg_catalog, pg_temp");
+    assert_eq!(path(&b), "team_b, pg_catalog, pg_temp");
 }

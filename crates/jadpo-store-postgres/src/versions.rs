@@ -2,7 +2,7 @@
 //! its files, each process's heartbeat, and the orphaned deliveries a process
 //! whose program has their subscriber takes back.
 
-use super::{StoreError, col, pg_error, q, state_of};
+use super::{StoreError, col, pg_error, state_of};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::held_when_adopted;
 use jadpo_core::store::columns::{from_stored, to_stored};
@@ -23,22 +23,13 @@ pub(super) fn set_writer(client: &mut Client, version: &str) -> Result<(), Store
     Ok(())
 }
 
-pub(super) fn record(
-    client: &mut Client,
-    s: &str,
-    v: &ProgramVersion,
-    now_ms: i64,
-    run: bool,
-) -> Result<i64, StoreError> {
+pub(super) fn record(client: &mut Client, v: &ProgramVersion, now_ms: i64, run: bool) -> Result<i64, StoreError> {
     let row = client
         .query_one(
-            &q(
-                "INSERT INTO {s}.versions (hash, sources, subscribers, accepted, created_at, started_at) \
+            "INSERT INTO versions (hash, sources, subscribers, accepted, created_at, started_at) \
                  VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hash) DO UPDATE SET \
-                 started_at = COALESCE($6, {s}.versions.started_at), \
-                 accepted = CASE WHEN $6::bigint IS NULL THEN {s}.versions.accepted ELSE $4 END RETURNING id",
-                s,
-            ),
+                 started_at = COALESCE($6, versions.started_at), \
+                 accepted = CASE WHEN $6::bigint IS NULL THEN versions.accepted ELSE $4 END RETURNING id",
             &[
                 &v.hash,
                 &to_stored(&v.sources),
@@ -52,14 +43,11 @@ pub(super) fn record(
     col(&row, "id")
 }
 
-pub(super) fn latest(client: &mut Client, s: &str) -> Result<Option<ProgramVersion>, StoreError> {
+pub(super) fn latest(client: &mut Client) -> Result<Option<ProgramVersion>, StoreError> {
     let rows = client
         .query(
-            &q(
-                "SELECT hash, sources, subscribers, accepted, created_at FROM {s}.versions \
+            "SELECT hash, sources, subscribers, accepted, created_at FROM versions \
                  ORDER BY started_at DESC NULLS LAST, created_at DESC LIMIT 1",
-                s,
-            ),
             &[],
         )
         .map_err(pg_error)?;
@@ -75,28 +63,21 @@ pub(super) fn latest(client: &mut Client, s: &str) -> Result<Option<ProgramVersi
 
 pub(super) fn heartbeat(
     client: &mut Client,
-    s: &str,
     p: &ProcessRow,
     now_ms: i64,
     live_since_ms: i64,
 ) -> Result<Vec<String>, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     tx.execute(
-        &q(
-            "INSERT INTO {s}.processes (id, host, pid, version, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6) \
+        "INSERT INTO processes (id, host, pid, version, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (id) DO UPDATE SET seen_at = $6, version = $4",
-            s,
-        ),
         &[&p.id, &p.host, &i64::from(p.pid), &p.version, &p.started_at_ms, &now_ms],
     )
     .map_err(pg_error)?;
     // A process not seen for long is gone (killed): its row goes.
-    tx.execute(&q("DELETE FROM {s}.processes WHERE seen_at < $1", s), &[&live_since_ms]).map_err(pg_error)?;
+    tx.execute("DELETE FROM processes WHERE seen_at < $1", &[&live_since_ms]).map_err(pg_error)?;
     let rows = tx
-        .query(
-            &q("SELECT DISTINCT v.subscribers FROM {s}.processes p JOIN {s}.versions v ON v.hash = p.version", s),
-            &[],
-        )
+        .query("SELECT DISTINCT v.subscribers FROM processes p JOIN versions v ON v.hash = p.version", &[])
         .map_err(pg_error)?;
     let mut known = Vec::new();
     for r in &rows {
@@ -106,24 +87,16 @@ pub(super) fn heartbeat(
     Ok(known)
 }
 
-pub(super) fn stopped(client: &mut Client, s: &str, id: &str) -> Result<(), StoreError> {
-    client.execute(&q("DELETE FROM {s}.processes WHERE id = $1", s), &[&id]).map_err(pg_error)?;
+pub(super) fn stopped(client: &mut Client, id: &str) -> Result<(), StoreError> {
+    client.execute("DELETE FROM processes WHERE id = $1", &[&id]).map_err(pg_error)?;
     Ok(())
 }
 
-pub(super) fn orphans(
-    client: &mut Client,
-    s: &str,
-    subscribers: &[String],
-    limit: usize,
-) -> Result<Vec<OrphanRow>, StoreError> {
+pub(super) fn orphans(client: &mut Client, subscribers: &[String], limit: usize) -> Result<Vec<OrphanRow>, StoreError> {
     let rows = client
         .query(
-            &q(
-                "SELECT id, subscriber, held_ms, held_since FROM {s}.deliveries \
+            "SELECT id, subscriber, held_ms, held_since FROM deliveries \
                  WHERE state = 'orphaned' AND subscriber = ANY($1) ORDER BY id LIMIT $2",
-                s,
-            ),
             &[&subscribers, &(limit as i64)],
         )
         .map_err(pg_error)?;
@@ -139,15 +112,14 @@ pub(super) fn orphans(
         .collect()
 }
 
-pub(super) fn adopt(client: &mut Client, s: &str, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
+pub(super) fn adopt(client: &mut Client, rows: &[OrphanRow], now_ms: i64) -> Result<usize, StoreError> {
     let mut tx = client.transaction().map_err(pg_error)?;
     let statement = tx
-        .prepare(&q(
-            "UPDATE {s}.deliveries SET state = $1, due_at = $2, held_ms = $3, held_since = NULL, \
+        .prepare(
+            "UPDATE deliveries SET state = $1, due_at = $2, held_ms = $3, held_since = NULL, \
              held_connection = NULL \
              WHERE id = $4 AND state = $5 AND held_ms = $6 AND held_since IS NOT DISTINCT FROM $7",
-            s,
-        ))
+        )
         .map_err(pg_error)?;
     let mut adopted = 0;
     for o in rows {
@@ -171,15 +143,12 @@ pub(super) fn adopt(client: &mut Client, s: &str, rows: &[OrphanRow], now_ms: i6
     Ok(usize::try_from(adopted).unwrap_or(usize::MAX))
 }
 
-pub(super) fn backlog(client: &mut Client, s: &str) -> Result<Vec<BacklogRow>, StoreError> {
+pub(super) fn backlog(client: &mut Client) -> Result<Vec<BacklogRow>, StoreError> {
     let rows = client
         .query(
-            &q(
-                "SELECT subscriber, connection, state, count(*) AS n, min(created_at) AS oldest FROM {s}.deliveries \
+            "SELECT subscriber, connection, state, count(*) AS n, min(created_at) AS oldest FROM deliveries \
                  WHERE state IN ('pending', 'running', 'held', 'parked', 'orphaned') \
                  GROUP BY subscriber, connection, state ORDER BY subscriber, connection, state",
-                s,
-            ),
             &[],
         )
         .map_err(pg_error)?;
@@ -198,34 +167,27 @@ pub(super) fn backlog(client: &mut Client, s: &str) -> Result<Vec<BacklogRow>, S
 
 pub(super) fn past_budget(
     client: &mut Client,
-    s: &str,
     subscriber: &str,
     attempts: u32,
     cut_ms: i64,
 ) -> Result<u64, StoreError> {
     let row = client
         .query_one(
-            &q(
-                "SELECT count(*) AS n FROM {s}.deliveries WHERE subscriber = $1 AND state IN ('pending', 'held') \
+            "SELECT count(*) AS n FROM deliveries WHERE subscriber = $1 AND state IN ('pending', 'held') \
                  AND (attempts >= $2 OR budget_start + held_ms < $3)",
-                s,
-            ),
             &[&subscriber, &i64::from(attempts), &cut_ms],
         )
         .map_err(pg_error)?;
     Ok(u64::try_from(col::<i64>(&row, "n")?).unwrap_or(0))
 }
 
-pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
+pub(super) fn versions(client: &mut Client, live_since_ms: i64) -> Result<Vec<VersionView>, StoreError> {
     let mut tx = client.build_transaction().read_only(true).start().map_err(pg_error)?;
     let mut out = Vec::new();
     for r in &tx
         .query(
-            &q(
-                "SELECT id, hash, created_at, accepted FROM {s}.versions \
+            "SELECT id, hash, created_at, accepted FROM versions \
                  ORDER BY started_at DESC NULLS LAST, created_at DESC",
-                s,
-            ),
             &[],
         )
         .map_err(pg_error)?
@@ -241,11 +203,8 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
     }
     let processes = tx
         .query(
-            &q(
-                "SELECT id, host, pid, started_at, seen_at, version FROM {s}.processes \
+            "SELECT id, host, pid, started_at, seen_at, version FROM processes \
                  WHERE seen_at >= $1 ORDER BY started_at, id",
-                s,
-            ),
             &[&live_since_ms],
         )
         .map_err(pg_error)?;
@@ -264,12 +223,9 @@ pub(super) fn versions(client: &mut Client, s: &str, live_since_ms: i64) -> Resu
     }
     let counts = tx
         .query(
-            &q(
-                "SELECT e.version, count(*) AS n FROM {s}.deliveries d JOIN {s}.events e ON e.id = d.event_id \
+            "SELECT e.version, count(*) AS n FROM deliveries d JOIN events e ON e.id = d.event_id \
                  WHERE d.state IN ('pending', 'running', 'held', 'parked', 'orphaned') AND e.version IS NOT NULL \
                  GROUP BY e.version",
-                s,
-            ),
             &[],
         )
         .map_err(pg_error)?;
