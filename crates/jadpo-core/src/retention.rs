@@ -5,7 +5,7 @@
 
 use crate::config::PRUNE_BATCH;
 use crate::rules::retention;
-use crate::store::{PruneCounts, PrunePlan, Store, StoreError};
+use crate::store::{Actions, PruneCounts, PrunePlan, Store, StoreError};
 
 /// The plan at `now_ms` for `--older-than` (and `--include-failed`), in batches
 /// of [`PRUNE_BATCH`].

@@ -203,9 +203,6 @@ impl<H: ClaimHook> Store for Hooked<H> {
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError> {
         self.inner.next_sweep_ms(now_ms)
     }
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.inner.prune_batch(plan)
-    }
     fn one_writer(&self) -> bool {
         self.inner.one_writer()
     }

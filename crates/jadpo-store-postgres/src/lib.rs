@@ -437,10 +437,6 @@ impl Store for PgStore {
         self.with_client(|c| reads::next_sweep_ms(c, now_ms))
     }
 
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_client(|c| retention::prune_batch(c, plan))
-    }
-
     fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {
         sharing::listen(self.location.clone(), self.stop_listening.clone(), wake)
     }

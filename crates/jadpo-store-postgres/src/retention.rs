@@ -5,8 +5,9 @@
 //! with no delivery.
 
 use super::{StoreError, col, pg_error};
+use jadpo_core::store::rows::PrunedDelivery;
 use jadpo_core::store::{PruneCounts, PrunePlan};
-use postgres::Client;
+use postgres::{Client, Transaction};
 
 /// The deliveries `plan` deletes (`d` names the delivery), the cut as `$1`.
 fn pruned_deliveries(plan: &PrunePlan) -> String {
@@ -22,42 +23,35 @@ fn pruned_deliveries(plan: &PrunePlan) -> String {
 const DELETE_EVENTS_LEFT_EMPTY: &str = "DELETE FROM events e WHERE e.id = ANY($1) \
      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = ANY(e.delivery_ids))";
 
-pub(super) fn prune_batch(client: &mut Client, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+/// Delete up to a batch of the deliveries `plan` names, locked first (`SKIP
+/// LOCKED`: a row a claim or a retry holds is left for a later batch), the
+/// delete checking them again. Returns those deleted.
+pub(super) fn prune_deliveries(tx: &mut Transaction<'_>, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, StoreError> {
     let which = pruned_deliveries(plan);
     let batch = i64::try_from(plan.batch).unwrap_or(i64::MAX);
-    let mut tx = client.transaction().map_err(pg_error)?;
-    // Deleted rows are locked first (`SKIP LOCKED`: a row a claim or a retry
-    // holds is left for a later batch), and the delete checks them again.
-    let deleted = tx
-        .query(
-            &format!(
-                "WITH gone AS (DELETE FROM deliveries d WHERE d.id IN (SELECT d.id FROM deliveries d \
-                     WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
-                     RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) \
-                     SELECT id, event_id, handled FROM gone"
-            ),
-            &[&plan.cut_ms, &batch],
-        )
-        .map_err(pg_error)?;
-    let mut counts = PruneCounts::default();
-    let mut ids = Vec::with_capacity(deleted.len());
-    let mut events = Vec::with_capacity(deleted.len());
-    for r in &deleted {
-        ids.push(col::<i64>(r, "id")?);
-        events.push(col::<i64>(r, "event_id")?);
-        counts.handled += u64::from(col::<bool>(r, "handled")?);
-    }
-    counts.deliveries = ids.len() as u64;
-    if ids.is_empty() {
-        tx.commit().map_err(pg_error)?;
-        return Ok(counts);
-    }
-    counts.attempts = tx.execute("DELETE FROM attempts WHERE delivery_id = ANY($1)", &[&ids]).map_err(pg_error)?;
-    events.sort_unstable();
-    events.dedup();
-    counts.events = tx.execute(DELETE_EVENTS_LEFT_EMPTY, &[&events]).map_err(pg_error)?;
-    tx.commit().map_err(pg_error)?;
-    Ok(counts)
+    tx.query(
+        &format!(
+            "WITH gone AS (DELETE FROM deliveries d WHERE d.id IN (SELECT d.id FROM deliveries d \
+             WHERE {which} ORDER BY d.id LIMIT $2 FOR UPDATE SKIP LOCKED) AND {which} \
+             RETURNING d.id, d.event_id, d.handled_at IS NOT NULL AS handled) \
+             SELECT id, event_id, handled FROM gone"
+        ),
+        &[&plan.cut_ms, &batch],
+    )
+    .map_err(pg_error)?
+    .iter()
+    .map(|r| Ok(PrunedDelivery { id: col(r, "id")?, event_id: col(r, "event_id")?, handled: col(r, "handled")? }))
+    .collect()
+}
+
+/// Delete the attempts of `deliveries`. Returns how many.
+pub(super) fn delete_attempts(tx: &mut Transaction<'_>, deliveries: &[i64]) -> Result<u64, StoreError> {
+    tx.execute("DELETE FROM attempts WHERE delivery_id = ANY($1)", &[&deliveries]).map_err(pg_error)
+}
+
+/// Delete each of `events` left with no delivery. Returns how many.
+pub(super) fn delete_emptied_events(tx: &mut Transaction<'_>, events: &[i64]) -> Result<u64, StoreError> {
+    tx.execute(DELETE_EVENTS_LEFT_EMPTY, &[&events]).map_err(pg_error)
 }
 
 pub(super) fn prune_preview(client: &mut Client, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {

@@ -8,12 +8,15 @@ use super::builtin::{insert_events, insert_events_of};
 use super::events::{unexpanded, write_expansions};
 use super::outcomes::{operator_row, retry_one, skip_one};
 use super::pauses::keep_action;
+use super::retention;
 use super::{PgStore, StoreError, pg_error};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::Record;
 use jadpo_core::rules::breaker::BreakerRow;
-use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow};
-use jadpo_core::store::{BreakerAction, BreakerView, Expansion, NewEvent, Replay, Rows, Transact, UnexpandedEvent};
+use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow, PrunedDelivery};
+use jadpo_core::store::{
+    BreakerAction, BreakerView, Expansion, NewEvent, PrunePlan, PruneRows, Replay, Rows, Transact, UnexpandedEvent,
+};
 use postgres::Transaction;
 
 /// [`Rows`] in one transaction.
@@ -98,6 +101,20 @@ impl Rows for PgRows<'_, '_> {
         now_ms: i64,
     ) -> Result<Vec<bool>, StoreError> {
         write_expansions(self.tx, events, decided, now_ms)
+    }
+}
+
+impl PruneRows for PgRows<'_, '_> {
+    fn prune_deliveries(&mut self, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, StoreError> {
+        retention::prune_deliveries(self.tx, plan)
+    }
+
+    fn delete_attempts(&mut self, deliveries: &[i64]) -> Result<u64, StoreError> {
+        retention::delete_attempts(self.tx, deliveries)
+    }
+
+    fn delete_emptied_events(&mut self, events: &[i64]) -> Result<u64, StoreError> {
+        retention::delete_emptied_events(self.tx, events)
     }
 }
 

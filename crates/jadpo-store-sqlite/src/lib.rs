@@ -723,10 +723,6 @@ impl Store for SqliteStore {
         self.with_retry(|conn| reads::next_sweep_ms(conn, now_ms))
     }
 
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
-        self.with_retry(|conn| retention::prune_batch(conn, plan))
-    }
-
     fn listen(&self, wake: jadpo_core::store::Waker) -> Result<bool, StoreError> {
         sharing::listen(wake)
     }

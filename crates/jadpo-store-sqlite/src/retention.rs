@@ -6,6 +6,7 @@
 use super::Error;
 use super::schema::VERSION_WITH_HANDLED_AT;
 use super::tx::Tx;
+use jadpo_core::store::rows::PrunedDelivery;
 use jadpo_core::store::{PruneCounts, PrunePlan};
 use rusqlite::{Connection, named_params};
 
@@ -25,49 +26,53 @@ fn count(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-pub(super) fn prune_batch(conn: &mut Connection, plan: &PrunePlan) -> Result<PruneCounts, Error> {
-    let tx = Tx::immediate(conn)?;
+/// Delete up to a batch of the deliveries `plan` names, each by a statement
+/// guarded by its being final and old still. Returns those deleted.
+pub(super) fn prune_deliveries(tx: &Tx<'_>, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, Error> {
     let which = pruned_deliveries(plan);
-    let found: Vec<(i64, i64, bool)> = tx
+    let found: Vec<PrunedDelivery> = tx
         .prepare_cached(&format!(
             "SELECT d.id, d.event_id, d.handled_at IS NOT NULL AS handled FROM jadpo_deliveries d \
              WHERE {which} ORDER BY d.id LIMIT :batch"
         ))?
         .query_map(named_params! {":cut": plan.cut_ms, ":batch": plan.batch as i64}, |r| {
-            Ok((r.get("id")?, r.get("event_id")?, r.get("handled")?))
+            Ok(PrunedDelivery { id: r.get("id")?, event_id: r.get("event_id")?, handled: r.get("handled")? })
         })?
         .collect::<Result<_, _>>()?;
-    let mut counts = PruneCounts::default();
-    let mut events = Vec::new();
-    for (id, event, handled) in found {
+    let mut gone = Vec::with_capacity(found.len());
+    for d in found {
         let deleted = tx
             .prepare_cached(&format!("DELETE FROM jadpo_deliveries AS d WHERE d.id = :id AND {which}"))?
-            .execute(named_params! {":id": id, ":cut": plan.cut_ms})?;
-        if deleted != 1 {
-            continue;
-        }
-        counts.deliveries += 1;
-        counts.attempts +=
-            count(tx.prepare_cached("DELETE FROM jadpo_attempts WHERE delivery_id = ?1")?.execute([id])?);
-        // Its handled record goes with its row.
-        counts.handled += u64::from(handled);
-        if events.last() != Some(&event) {
-            events.push(event);
+            .execute(named_params! {":id": d.id, ":cut": plan.cut_ms})?;
+        if deleted == 1 {
+            gone.push(d);
         }
     }
-    events.sort_unstable();
-    events.dedup();
+    Ok(gone)
+}
+
+/// Delete the attempts of `deliveries`. Returns how many.
+pub(super) fn delete_attempts(tx: &Tx<'_>, deliveries: &[i64]) -> Result<u64, Error> {
+    let mut n = 0;
+    for id in deliveries {
+        n += count(tx.prepare_cached("DELETE FROM jadpo_attempts WHERE delivery_id = ?1")?.execute([id])?);
+    }
+    Ok(n)
+}
+
+/// Delete each of `events` left with no delivery. Returns how many.
+pub(super) fn delete_emptied_events(tx: &Tx<'_>, events: &[i64]) -> Result<u64, Error> {
+    let mut n = 0;
     for event in events {
-        counts.events += count(
+        n += count(
             tx.prepare_cached(&format!("DELETE FROM jadpo_events AS e WHERE e.id = ?1 AND {EVENT_LEFT_EMPTY}"))?
                 .execute([event])?,
         );
     }
-    tx.commit()?;
-    Ok(counts)
+    Ok(n)
 }
 
-/// What [`prune_batch`] would delete, counted, on a store of schema `version`
+/// What a batch of [`prune_deliveries`] and the rest would delete, counted, on a store of schema `version`
 /// (a read-only handle may be on an older one).
 pub(super) fn prune_preview(conn: &mut Connection, plan: &PrunePlan, version: i64) -> Result<PruneCounts, Error> {
     let which = pruned_deliveries(plan);

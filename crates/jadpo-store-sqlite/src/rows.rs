@@ -7,13 +7,16 @@ use super::builtin::insert_events;
 use super::events::{insert_deliveries, mark_expanded};
 use super::outcomes::{retry_one, skip_one, state_and_attempts};
 use super::pauses::keep_action;
+use super::retention;
 use super::tx::Tx;
 use super::{Error, SqliteStore, StoreError};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::Record;
 use jadpo_core::rules::breaker::BreakerRow;
-use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow};
-use jadpo_core::store::{BreakerAction, BreakerView, Expansion, NewEvent, Replay, Rows, Transact, UnexpandedEvent};
+use jadpo_core::store::rows::{BreakerSet, HeldRow, HeldSet, LongestHeld, OperatorRow, PrunedDelivery};
+use jadpo_core::store::{
+    BreakerAction, BreakerView, Expansion, NewEvent, PrunePlan, PruneRows, Replay, Rows, Transact, UnexpandedEvent,
+};
 use rusqlite::params;
 
 /// [`Rows`] in one transaction. SQLite's own error met inside is kept whole, so
@@ -185,6 +188,23 @@ fn write_expansions(
         marked.push(mark);
     }
     Ok(marked)
+}
+
+impl PruneRows for SqliteRows<'_> {
+    fn prune_deliveries(&mut self, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, StoreError> {
+        let gone = retention::prune_deliveries(self.tx, plan);
+        self.kept(gone)
+    }
+
+    fn delete_attempts(&mut self, deliveries: &[i64]) -> Result<u64, StoreError> {
+        let n = retention::delete_attempts(self.tx, deliveries);
+        self.kept(n)
+    }
+
+    fn delete_emptied_events(&mut self, events: &[i64]) -> Result<u64, StoreError> {
+        let n = retention::delete_emptied_events(self.tx, events);
+        self.kept(n)
+    }
 }
 
 impl Transact for SqliteStore {

@@ -25,7 +25,7 @@ mod raise;
 pub mod rows;
 
 pub use raise::{EndedDelivery, NoRaise, OrphanedDelivery, Raise};
-pub use rows::{Actions, Rows, Transact};
+pub use rows::{Actions, PruneRows, Rows, Transact};
 
 use crate::rules::breaker::BreakerRow;
 use crate::rules::{ClaimDecision, Decision, Failure, Outcome, Record};
@@ -996,11 +996,6 @@ pub trait Store: Views + Transact {
     /// store changes: only work due at once is counted from `now_ms` (the
     /// virtual-time driver keeps such an answer while nothing writes).
     fn next_sweep_ms(&self, now_ms: i64) -> Result<Option<i64>, StoreError>;
-
-    /// Delete one batch of what `plan` names, in one transaction (each delivery by
-    /// a statement guarded by its being final and old still; its attempts and
-    /// handled record only once that matched). Zero deliveries: nothing is left.
-    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
 
     /// Call `wake` whenever any process stores an event, until the store is
     /// dropped (PostgreSQL: `LISTEN` on one connection of its own, listened to

@@ -15,7 +15,8 @@
 
 use super::{
     BreakerAction, BreakerAlert, BreakerSweep, BreakerView, ExpandReport, Expanded, Expansion, InvalidEvent, NewEvent,
-    PauseAction, Raise, Replay, ResumeReport, RetryResult, SkipResult, StoreError, UnexpandedEvent,
+    PauseAction, PruneCounts, PrunePlan, Raise, Replay, ResumeReport, RetryResult, SkipResult, StoreError,
+    UnexpandedEvent,
 };
 use crate::rules::breaker::{self, BreakerRow, Pause};
 use crate::rules::{self, Record};
@@ -69,6 +70,17 @@ pub struct LongestHeld {
     pub subscriber: String,
 }
 
+/// A final delivery retention deleted, as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrunedDelivery {
+    /// Its id.
+    pub id: i64,
+    /// Its event's id.
+    pub event_id: i64,
+    /// Whether it had a handled record (a column of its row, gone with it).
+    pub handled: bool,
+}
+
 /// A delivery as an operator's retry or skip reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorRow {
@@ -80,7 +92,7 @@ pub struct OperatorRow {
 
 /// What a store does inside one transaction: reads of typed rows and writes
 /// guarded by the rows as read. Nothing here decides; [`Actions`] does.
-pub trait Rows {
+pub trait Rows: PruneRows {
     /// A connection's breaker row, if it has one.
     fn breaker(&mut self, connection: &str) -> Result<Option<BreakerRow>, StoreError>;
 
@@ -156,6 +168,22 @@ pub trait Rows {
         decided: &[Expansion],
         now_ms: i64,
     ) -> Result<Vec<bool>, StoreError>;
+}
+
+/// How a store deletes what retention names, inside one of its transactions
+/// (a part of [`Rows`]).
+pub trait PruneRows {
+    /// Delete up to `plan.batch` deliveries `plan` names (final, older than its
+    /// cut), oldest id first, each only if it still is (on a store of many
+    /// writers, one another holds is left for a later batch). Returns those
+    /// deleted.
+    fn prune_deliveries(&mut self, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, StoreError>;
+
+    /// Delete the attempts of the deliveries `deliveries`; returns how many.
+    fn delete_attempts(&mut self, deliveries: &[i64]) -> Result<u64, StoreError>;
+
+    /// Delete each event of `events` that has no delivery left; returns how many.
+    fn delete_emptied_events(&mut self, events: &[i64]) -> Result<u64, StoreError>;
 }
 
 /// A store that runs [`Rows`] in transactions: the rules of [`Actions`] are
@@ -236,6 +264,12 @@ pub trait Actions {
         limit: usize,
         expand: &mut dyn FnMut(&UnexpandedEvent) -> Expansion,
     ) -> Result<ExpandReport, StoreError>;
+
+    /// Delete one batch of what `plan` names, in one transaction: each delivery
+    /// only if it is still final and old, then the attempts and handled records
+    /// of those deleted, then their events left with no delivery. Zero
+    /// deliveries: nothing is left ([`crate::retention::prune`] loops until then).
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError>;
 }
 
 impl<S: Transact + ?Sized> Actions for S {
@@ -384,6 +418,30 @@ impl<S: Transact + ?Sized> Actions for S {
             Ok(report)
         })
     }
+
+    fn prune_batch(&self, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+        within(self, |rows| prune_batch(rows, plan))
+    }
+}
+
+/// [`Actions::prune_batch`] inside one transaction.
+fn prune_batch(rows: &mut dyn Rows, plan: &PrunePlan) -> Result<PruneCounts, StoreError> {
+    let gone = rows.prune_deliveries(plan)?;
+    let mut counts = PruneCounts {
+        deliveries: gone.len() as u64,
+        handled: gone.iter().filter(|d| d.handled).count() as u64,
+        ..PruneCounts::default()
+    };
+    if gone.is_empty() {
+        return Ok(counts);
+    }
+    let ids: Vec<i64> = gone.iter().map(|d| d.id).collect();
+    counts.attempts = rows.delete_attempts(&ids)?;
+    let mut events: Vec<i64> = gone.iter().map(|d| d.event_id).collect();
+    events.sort_unstable();
+    events.dedup();
+    counts.events = rows.delete_emptied_events(&events)?;
+    Ok(counts)
 }
 
 /// The error of an operator's change of `connection`'s breaker that other

@@ -9,10 +9,10 @@ use common::{T0, claim, event, record_all};
 use jadpo_check::program::DeliveryState;
 use jadpo_core::rules::breaker::{BreakerRow, Pause};
 use jadpo_core::rules::{Outcome, Record};
-use jadpo_core::store::rows::{BreakerSet, CHANGE_TRIES, HeldRow, HeldSet, LongestHeld, OperatorRow};
+use jadpo_core::store::rows::{BreakerSet, CHANGE_TRIES, HeldRow, HeldSet, LongestHeld, OperatorRow, PrunedDelivery};
 use jadpo_core::store::{
-    Actions, BreakerAction, BreakerView, Expansion, NewDelivery, NewEvent, NoRaise, Replay, RetryResult, Rows,
-    SkipResult, Store, StoreError, Transact, UnexpandedEvent,
+    Actions, BreakerAction, BreakerView, Expansion, NewDelivery, NewEvent, NoRaise, PrunePlan, PruneRows, Replay,
+    RetryResult, Rows, SkipResult, Store, StoreError, Transact, UnexpandedEvent,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -56,6 +56,18 @@ impl Transact for Stale {
 struct StaleRows<'a> {
     inner: &'a mut dyn Rows,
     stale: &'a Stale,
+}
+
+impl PruneRows for StaleRows<'_> {
+    fn prune_deliveries(&mut self, plan: &PrunePlan) -> Result<Vec<PrunedDelivery>, StoreError> {
+        self.inner.prune_deliveries(plan)
+    }
+    fn delete_attempts(&mut self, deliveries: &[i64]) -> Result<u64, StoreError> {
+        self.inner.delete_attempts(deliveries)
+    }
+    fn delete_emptied_events(&mut self, events: &[i64]) -> Result<u64, StoreError> {
+        self.inner.delete_emptied_events(events)
+    }
 }
 
 impl Rows for StaleRows<'_> {
