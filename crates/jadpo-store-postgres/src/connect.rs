@@ -165,9 +165,11 @@ impl PgLocation {
 /// - the store's schema first: a table of the same name in any other schema
 ///   (`public.deliveries`, or a catalog table of that name) is never read;
 /// - then `pg_catalog`, named so that it is not searched first, as it is when
-///   left out; the built-in functions, operators and types still resolve, and
-///   the schema holds no function named like one of them (only its own:
-///   `emit`, `notify_events`, `claim_turn`, `claim_turn_key`, `end_claim_turn`);
+///   left out. The built-in functions, operators and types still resolve; one
+///   of the schema's of the same name and argument types would come first, so
+///   the schema holds only jadpo's own functions (`emit`, `notify_events`,
+///   `claim_turn`, `claim_turn_key`, `end_claim_turn`), none named like a
+///   built-in one, and only the role that migrates it is meant to create in it;
 /// - then `pg_temp`, last, as it is otherwise searched first for tables: a
 ///   temporary table named like one of the store's would capture its
 ///   statements.
