@@ -33,6 +33,12 @@ pub struct SqliteFile {
     pub path: PathBuf,
 }
 
+impl Default for SqliteFile {
+    fn default() -> SqliteFile {
+        SqliteFile::new()
+    }
+}
+
 impl SqliteFile {
     /// A new file in a temporary folder (created by the first open).
     pub fn new() -> SqliteFile {

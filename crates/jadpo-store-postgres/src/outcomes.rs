@@ -2,7 +2,7 @@
 //! breaker's count), and operator retries.
 
 use super::breakers::{read_breaker, release_held, write_breaker};
-use super::builtin::{insert_events, recovered};
+use super::builtin::insert_events;
 use super::unnest::Columns;
 use super::{Prepared, RowOf, StoreError, bulk_transaction, col, count_of, pg_error, state_of};
 use jadpo_check::program::DeliveryState;
@@ -10,7 +10,7 @@ use jadpo_core::claim::LostAttempt;
 use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{Decision, Failure, Record};
 use jadpo_core::store::rows::OperatorRow;
-use jadpo_core::store::{NewEvent, Raise, Recorded, end_reason_after_attempt};
+use jadpo_core::store::{NewEvent, Raise, Recorded, end_reason_after_attempt, recovered};
 use postgres::{Client, Transaction};
 use std::collections::HashMap;
 
@@ -173,7 +173,11 @@ fn count_outcomes(tx: &mut Transaction<'_>, written: &[&Recorded], raise: &dyn R
                 rows.insert(&r.connection, Some(next));
                 if what == AfterAttempt::Closed {
                     release_held(tx, &r.connection, r.ended_at_ms)?;
-                    recovered(tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+                    insert_events(
+                        tx,
+                        &recovered(raise, &r.connection, old.opened_at_ms, r.ended_at_ms),
+                        r.ended_at_ms,
+                    )?;
                 }
                 counted = true;
                 break;

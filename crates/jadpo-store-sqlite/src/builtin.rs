@@ -44,16 +44,3 @@ pub(super) fn insert_events(tx: &Tx<'_>, events: &[NewEvent], now_ms: i64) -> Re
 pub(super) fn given_up(tx: &Tx<'_>, raise: &dyn Raise, ended: &EndedDelivery<'_>, now_ms: i64) -> Result<(), Error> {
     insert_events(tx, &raise.delivery_ended(ended), now_ms).map(drop)
 }
-
-/// A breaker that opened at `opened_at_ms` closed at `now_ms`: store what that
-/// raises.
-pub(super) fn recovered(
-    tx: &Tx<'_>,
-    raise: &dyn Raise,
-    connection: &str,
-    opened_at_ms: Option<i64>,
-    now_ms: i64,
-) -> Result<(), Error> {
-    let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
-    insert_events(tx, &raise.connection_recovered(connection, outage_ms), now_ms).map(drop)
-}

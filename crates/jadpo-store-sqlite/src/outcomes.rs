@@ -2,7 +2,7 @@
 //! breaker's count), and an operator's retry or skip of one delivery.
 
 use super::breakers::{read_breaker, release_held, write_breaker};
-use super::builtin::{insert_events, recovered};
+use super::builtin::insert_events;
 use super::tx::Tx;
 use super::{Error, RowOf, count_at, state_of};
 use jadpo_check::program::DeliveryState;
@@ -10,7 +10,7 @@ use jadpo_core::rules::breaker::{self, AfterAttempt, BreakerRow};
 use jadpo_core::rules::{Decision, Failure, Record};
 use jadpo_core::store::Raise;
 use jadpo_core::store::rows::OperatorRow;
-use jadpo_core::store::{NewEvent, Recorded, end_reason_after_attempt};
+use jadpo_core::store::{NewEvent, Recorded, end_reason_after_attempt, recovered};
 use rusqlite::{Connection, Statement, ToSql, named_params, params};
 use rustc_hash::FxHashMap;
 
@@ -209,7 +209,7 @@ pub(super) fn record_in(
         if next != old && write_breaker(tx, &r.connection, current.as_ref(), &next, r.ended_at_ms)? {
             if what == AfterAttempt::Closed {
                 release_held(tx, &r.connection, r.ended_at_ms)?;
-                recovered(tx, raise, &r.connection, old.opened_at_ms, r.ended_at_ms)?;
+                insert_events(tx, &recovered(raise, &r.connection, old.opened_at_ms, r.ended_at_ms), r.ended_at_ms)?;
             }
             breakers.insert(&r.connection, Some(next));
         } else {

@@ -24,7 +24,7 @@ pub mod columns;
 mod raise;
 pub mod rows;
 
-pub use raise::{EndedDelivery, NoRaise, OrphanedDelivery, Raise};
+pub use raise::{EndedDelivery, NoRaise, OrphanedDelivery, Raise, recovered};
 pub use rows::{Actions, PruneRows, Rows, Transact};
 
 use crate::rules::breaker::BreakerRow;

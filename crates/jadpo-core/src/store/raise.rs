@@ -53,6 +53,13 @@ pub trait Raise: Sync {
     fn connection_recovered(&self, connection: &str, outage_ms: i64) -> Vec<NewEvent>;
 }
 
+/// The events a breaker that opened at `opened_at_ms` and closed at `now_ms`
+/// raises, its outage measured from its opening (none when it never opened).
+pub fn recovered(raise: &dyn Raise, connection: &str, opened_at_ms: Option<i64>, now_ms: i64) -> Vec<NewEvent> {
+    let outage_ms = now_ms.saturating_sub(opened_at_ms.unwrap_or(now_ms)).max(0);
+    raise.connection_recovered(connection, outage_ms)
+}
+
 /// Raises nothing: for a store used without a program (tests, tools).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoRaise;
