@@ -160,7 +160,7 @@ pub fn postgres() -> Option<Box<dyn Fixture>> {
     pg_database().map(|db| Box::new(db) as Box<dyn Fixture>)
 }
 
-/// As [`postgres`], the database itself.
+/// As [`postgres()`], the database itself.
 pub fn pg_database() -> Option<PgDatabase> {
     PgDatabase::new("jadpo_t")
 }
