@@ -163,7 +163,7 @@ pub fn window_cut_ms(now_ms: i64, within_ms: u64) -> i64 {
 }
 
 /// The versions worth showing of `versions` (newest first, as
-/// [`crate::store::Store::versions`] reads them): the newest, and every other
+/// [`crate::store::Views::versions`] reads them): the newest, and every other
 /// one running or with deliveries in flight.
 pub fn shown(versions: &[VersionView]) -> impl Iterator<Item = (bool, &VersionView)> {
     versions

@@ -412,7 +412,7 @@ pub struct DeliveryFilter {
     pub before_id: Option<i64>,
 }
 
-/// Attempts that started in one minute, by outcome ([`Store::attempt_rates`]).
+/// Attempts that started in one minute, by outcome ([`Views::attempt_rates`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AttemptRate {
     /// The minute's start (milliseconds since the epoch, a multiple of 60,000).
@@ -423,7 +423,7 @@ pub struct AttemptRate {
     pub failed: u64,
 }
 
-/// The length of the minutes [`Store::attempt_rates`] counts attempts in.
+/// The length of the minutes [`Views::attempt_rates`] counts attempts in.
 pub const RATE_MINUTE_MS: i64 = 60_000;
 
 /// A delivery as `jadpoc deliveries` shows it.
@@ -523,10 +523,10 @@ pub struct StatusView {
     pub breakers_paused: u64,
     /// Age in seconds of the oldest pending delivery.
     pub oldest_pending_s: Option<i64>,
-    /// Events invalid, and waiting to be expanded ([`Store::event_counts`]).
+    /// Events invalid, and waiting to be expanded ([`Views::event_counts`]).
     pub events: EventCounts,
     /// The program versions kept, newest first, with the processes running each
-    /// and its deliveries in flight ([`Store::versions`]).
+    /// and its deliveries in flight ([`Views::versions`]).
     pub versions: Vec<VersionView>,
 }
 
@@ -801,8 +801,8 @@ pub struct EventCounts {
 }
 
 /// What `jadpoc status`, the console and its API show at `now_ms`: the counts of
-/// [`Store::status`], with the events' ([`Store::event_counts`]) and the
-/// program versions with the processes running each ([`Store::versions`]).
+/// [`Views::status`], with the events' ([`Views::event_counts`]) and the
+/// program versions with the processes running each ([`Views::versions`]).
 pub fn status_now(store: &dyn Views, now_ms: i64) -> Result<StatusView, StoreError> {
     let mut status = store.status(now_ms)?;
     status.events = store.event_counts()?;
