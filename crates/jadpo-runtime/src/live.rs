@@ -52,7 +52,7 @@ use jadpo_core::config::{
     CLAIM_GATHER, LEFT_TO_CLAIMS, RETAIN_EVERY_MS, STORE_ERROR_PAUSE_MAX_MS, STORE_ERROR_PAUSE_MS, TICK_MS,
 };
 use jadpo_core::drivers::SendMark;
-use jadpo_core::events;
+use jadpo_core::events::{self, RunEvent};
 use jadpo_core::rules::{self, Outcome};
 use jadpo_core::steps::{Done, DueClaim, Observer, PreparedCall, RunSummary, Runtime};
 use jadpo_core::store::{Claimed, Recorded, StoreError, WaitingAtClaim, Waker};
@@ -109,7 +109,7 @@ impl Halt {
     /// `task` panicked with `panic`: log it and stop the run.
     fn panicked(&self, task: &str, panic: &(dyn Any + Send)) {
         let message = panic_message(panic);
-        events::internal_fault(self.clock.now_ms(), task, &message);
+        events::log(RunEvent::InternalFault { at_ms: self.clock.now_ms(), task, message: &message });
         let mut first = self.fault.lock().unwrap_or_else(PoisonError::into_inner);
         first.get_or_insert_with(|| InternalFault { task: task.to_string(), message });
         drop(first);
@@ -236,7 +236,7 @@ impl Live {
                 Ok(()) => break,
                 Err(Blocked::Stopping) => return halt.result(RunSummary::default()),
                 Err(Blocked::Store(e)) => {
-                    events::error(self.clock().now_ms(), &e);
+                    events::log(RunEvent::Error { at_ms: self.clock().now_ms(), message: &e });
                     tokio::select! {
                         _ = backoff.pause() => {}
                         _ = stop.changed() => {}
@@ -353,7 +353,7 @@ impl Live {
         // at once if no other process has them, not after its heartbeat ages.
         let r = self.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || r.stopped()).await.unwrap_or(Ok(())) {
-            events::error(self.clock().now_ms(), &e);
+            events::log(RunEvent::Error { at_ms: self.clock().now_ms(), message: &e });
         }
         let recorded = finished.recorded.load(Ordering::Relaxed);
         halt.result(RunSummary { recorded, abandoned })
@@ -464,7 +464,7 @@ impl Blocked {
     /// Log a store error met at `at_ms` (a panic was reported as it happened).
     fn log(&self, at_ms: i64) {
         if let Blocked::Store(e) = self {
-            events::error(at_ms, e);
+            events::log(RunEvent::Error { at_ms, message: e });
         }
     }
 }
@@ -755,7 +755,7 @@ async fn claim_loop(rt: Arc<Live>, claims: Claims, halt: Halt, hard: watch::Rece
             Err(e) => {
                 drop(permits);
                 drop(my_turn);
-                events::error(now, &e);
+                events::log(RunEvent::Error { at_ms: now, message: &e });
                 finished.put_back(done, rt.clock().now_ms());
                 tokio::select! {
                     _ = backoff.pause() => {}
@@ -860,7 +860,7 @@ async fn committer(rt: Arc<Live>, finished: Arc<Finished>, turn: Arc<Mutex<()>>,
             }
             Some((kept, Err(e))) => {
                 let now = rt.clock().now_ms();
-                events::error(now, &e);
+                events::log(RunEvent::Error { at_ms: now, message: &e });
                 finished.put_back(kept, now);
                 backoff.pause().await;
             }
@@ -919,7 +919,7 @@ async fn retain_loop(rt: Arc<Live>, older_than_ms: u64, halt: Halt) {
         let store = rt.store().clone();
         let plan = jadpo_core::retention::plan(now, older_than_ms, false);
         match blocking(&halt, "prune", move || jadpo_core::retention::prune(store.as_ref(), &plan)).await {
-            Ok(counts) if counts.deliveries > 0 => events::pruned(now, &counts),
+            Ok(counts) if counts.deliveries > 0 => events::log(RunEvent::Pruned { at_ms: now, counts }),
             Ok(_) => {}
             Err(e) => e.log(now),
         }
