@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::codes::RuntimeCode;
 use crate::config::RuntimeConfig;
 use crate::drivers::{CallRequest, Driver};
-use crate::events;
+use crate::events::{self, RunEvent};
 use crate::payload::{ShapeMismatch, call_args, new_event, shape_mismatch, with_defaults};
 use crate::rng::RandomSource;
 use crate::rules::CallFailure;
@@ -395,10 +395,14 @@ impl Runtime {
         }
         let (extra, report) = claimed?;
         for e in &report.ended {
-            events::ended_at_claim(now_ms, e.id, &e.subscriber, &e.decision);
+            if let Some(line) = RunEvent::ended_at_claim(now_ms, e.id, &e.subscriber, &e.decision) {
+                events::log(line);
+            }
         }
         for left in &report.left {
-            events::left_at_claim(now_ms, left);
+            if let Some(line) = RunEvent::left_at_claim(now_ms, left) {
+                events::log(line);
+            }
         }
         if report.ended.iter().any(|e| matches!(e.decision, ClaimDecision::GiveUp { .. })) {
             // A delivery given up may have raised events whose deliveries are due now.
@@ -540,12 +544,21 @@ impl Runtime {
             // The events it raised have deliveries due now.
             self.observer.work_due();
         }
-        let _lines = events::lines_span().entered();
-        for d in written.iter().filter_map(|&i| done.get(i)) {
+        let written = || written.iter().filter_map(|&i| done.get(i));
+        events::log_batch(written().map(|d| {
             let r = &d.recorded;
-            let duration_ms = r.ended_at_ms - r.started_at_ms;
-            events::attempt(r.ended_at_ms, r.id, &d.subscriber, r.attempt, &r.outcome, &r.decision, duration_ms);
-            self.observer.attempt(r, &d.subscriber);
+            RunEvent::Attempt {
+                at_ms: r.ended_at_ms,
+                delivery: r.id,
+                subscriber: &d.subscriber,
+                attempt: r.attempt,
+                outcome: &r.outcome,
+                decision: &r.decision,
+                duration_ms: r.ended_at_ms - r.started_at_ms,
+            }
+        }));
+        for d in written() {
+            self.observer.attempt(&d.recorded, &d.subscriber);
         }
     }
 
@@ -568,7 +581,7 @@ impl Runtime {
         if sweep {
             let lease_until = |subscriber: &str| rules::lease_until_ms(now_ms, self.run_timeout_ms(subscriber));
             let sweep = self.store.sweep_breakers(now_ms, &lease_until, &Raiser { program: &self.program })?;
-            sweep.alerts.iter().for_each(events::alert);
+            sweep.alerts.iter().for_each(|alert| events::log(RunEvent::alert(alert)));
             if !sweep.woken.is_empty() || sweep.released > 0 || !sweep.alerts.is_empty() {
                 // A woken probe, released deliveries or an alert's events are due now.
                 self.observer.work_due();
@@ -643,7 +656,7 @@ impl Runtime {
         let mine: Vec<String> = self.subscribers.keys().cloned().collect();
         let orphans = self.store.orphans(&mine, ADOPT_BATCH)?;
         if !orphans.is_empty() && self.store.adopt(&orphans, now_ms)? > 0 {
-            events::adopted(now_ms, orphans.len());
+            events::log(RunEvent::Adopted { at_ms: now_ms, deliveries: orphans.len() as u64 });
             self.observer.work_due();
         }
         Ok(())
@@ -676,7 +689,7 @@ impl Runtime {
     pub fn finish_schedule(&self, name: &str, run: u64, outcome: &Outcome, now_ms: i64) -> Result<(), StoreError> {
         let failure = outcome.failure();
         let result = self.store.record_schedule(name, run, now_ms, failure.as_ref()).map(|_| ());
-        events::schedule_run(now_ms, name, run, outcome);
+        events::log(RunEvent::ScheduleRun { at_ms: now_ms, schedule: name, run, outcome });
         result
     }
 
@@ -699,7 +712,8 @@ impl Runtime {
     pub fn expand_events(&self, now_ms: i64, limit: usize) -> Result<ExpandReport, StoreError> {
         let report = self.store.expand_events(now_ms, limit, &mut |e| self.expansion(e))?;
         for e in &report.invalid {
-            events::event_invalid(now_ms, e.id, &e.name, &e.code, &e.reason);
+            let (name, code, reason) = (&e.name, &e.code, &e.reason);
+            events::log(RunEvent::EventInvalid { at_ms: now_ms, event_id: e.id, name, code, reason });
         }
         if report.expanded.iter().any(|e| e.deliveries > 0) {
             self.observer.work_due();

@@ -371,8 +371,8 @@ impl MetricsSource {
             let (metrics, store) = (self.metrics.clone(), self.store.clone());
             match tokio::task::spawn_blocking(move || metrics.refresh(&*store, now)).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => events::error(now, &e),
-                Err(e) => events::error(now, &e),
+                Ok(Err(e)) => events::log(events::RunEvent::Error { at_ms: now, message: &e }),
+                Err(e) => events::log(events::RunEvent::Error { at_ms: now, message: &e }),
             }
         }
         self.metrics.encode()

@@ -9,6 +9,7 @@ use jadpo_check::program::{DeliveryState, FailureKind, Program};
 use jadpo_core::clock::{BoxFuture, Clock, SystemClock};
 use jadpo_core::config::RuntimeConfig;
 use jadpo_core::drivers::{CallRequest, Driver};
+use jadpo_core::events::{LogSink, RunEvent, RunLog};
 use jadpo_core::payload::new_event;
 use jadpo_core::rng::RandomSource;
 use jadpo_core::rules::Outcome;
@@ -71,39 +72,19 @@ impl Log {
     }
 }
 
-/// The `message` field of an event.
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.0 = value.to_string();
-        }
+/// Keeps each event's name, and its message for an error or a fault.
+impl RunLog for Log {
+    fn line(&self, event: &RunEvent<'_>) {
+        let message = match event {
+            RunEvent::Error { message, .. } => message.to_string(),
+            RunEvent::InternalFault { message, .. } => message.to_string(),
+            _ => String::new(),
+        };
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((event.name().to_string(), message));
     }
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
+    fn lines(&self, events: &[RunEvent<'_>]) {
+        events.iter().for_each(|e| self.line(e));
     }
-}
-
-impl tracing::Subscriber for Log {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let name = event.metadata().name().to_string();
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((name, message.0));
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 /// A store call off the async threads (the PostgreSQL client blocks).
@@ -147,7 +128,7 @@ fn run_until_it_stops<F: Future<Output = ()>>(
     act: impl FnOnce() -> F,
 ) -> (Result<String, String>, Vec<(String, String)>) {
     let log = Log::default();
-    let _capture = tracing::subscriber::set_default(log.clone());
+    let _capture = tracing::subscriber::set_default(LogSink::new(log.clone()));
     // One thread: every event the run's tasks log is captured on it.
     let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
     let config = RuntimeConfig { stop_grace_ms: 5_000, poll_ms: 10, ..RuntimeConfig::default() };
