@@ -213,11 +213,8 @@ impl Live {
             tokio::select! {
                 // The loop holds a sender: the channel stays open.
                 _ = inputs_back.recv_many(&mut arrived, 512) => {
-                    let now = Instant::now();
-                    for input in arrived.drain(..) {
-                        self.log_what_came(&input);
-                        conductor.handle(now, input);
-                    }
+                    arrived.iter().for_each(|input| self.log_what_came(input));
+                    conductor.handle_all(Instant::now(), arrived.drain(..));
                 }
                 () = &mut work_due => {
                     work_due.set(wake.notified());

@@ -433,6 +433,22 @@ impl<O: Leased, C, S> Conductor<O, C, S> {
 
     /// `input` came at `now`.
     pub fn handle(&mut self, now: Instant, input: Input<O, C, S>) {
+        self.take_in(now, input);
+        self.step(now);
+    }
+
+    /// `inputs` came together at `now`: what to do is decided once they are all
+    /// taken in (the outcomes of attempts that ended together are written in one
+    /// record, not one record for the first and another for the rest).
+    pub fn handle_all(&mut self, now: Instant, inputs: impl IntoIterator<Item = Input<O, C, S>>) {
+        for input in inputs {
+            self.take_in(now, input);
+        }
+        self.step(now);
+    }
+
+    /// What `input` changes.
+    fn take_in(&mut self, now: Instant, input: Input<O, C, S>) {
         match input {
             Input::Started => self.started(now),
             Input::StartFailed(_) => {
@@ -539,7 +555,6 @@ impl<O: Leased, C, S> Conductor<O, C, S> {
                 self.fault(fault);
             }
         }
-        self.step(now);
     }
 
     /// The time is `now` (a wait the conductor asked for may have ended).

@@ -587,3 +587,19 @@ fn inputs_name_their_store_error_and_their_fault() {
     let fine: In = Input::Claimed { written: 0, run: vec![], changed: 0, waiting: 0 };
     assert!(fine.store_error().is_none() && fine.fault().is_none());
 }
+
+#[test]
+fn the_outcomes_of_attempts_that_ended_together_are_written_in_one_record() {
+    let mut rows = started(4);
+    rows.extend([(
+        1,
+        claimed(&[1, 2, 3], 3, 0),
+        vec![Action::StartAttempts(vec![1, 2, 3]), Action::ReadNextDue],
+        Some(100),
+    )]);
+    let mut c = run(settings(false), rows);
+    let now = Instant::now();
+    c.handle_all(now, [1, 2, 3].map(|id| Input::AttemptEnded(Ended::Finished(out(id)))));
+    assert_eq!(c.poll_action(), Some(record(&[1, 2, 3])));
+    assert_eq!(c.poll_action(), None);
+}
