@@ -5,17 +5,17 @@
 
 use jadpo_check::budget::SECOND_MS;
 
-/// Claim loops when `--workers` is not given.
+/// Workers when `--workers` is not given.
 pub const DEFAULT_WORKERS: usize = 4;
-/// The most claim loops `--workers` accepts.
+/// The most workers `--workers` accepts (each adds a claim's worth of in-flight permits).
 pub const MAX_WORKERS: usize = 256;
-/// Most attempts one claim loop adds to its process's in flight when `--batch`
+/// Most attempts one worker adds to its process's in flight when `--batch`
 /// is not given: a process has `batch` x `workers` in flight, and one claim
 /// takes up to half of them.
 pub const DEFAULT_BATCH: usize = 256;
 /// The largest batch accepted.
 pub const MAX_BATCH: usize = 4096;
-/// How often an idle claim loop looks for work other processes added.
+/// How often an idle run looks for work other processes added.
 pub const DEFAULT_POLL_MS: u64 = 100;
 /// How long running attempts and schedule runs may finish after a stop before they
 /// are cut off (`abandoned`).
@@ -54,7 +54,7 @@ pub const METRICS_MAX_CONNECTIONS: usize = 16;
 pub struct RuntimeConfig {
     /// Claim loops (`--workers`).
     pub workers: usize,
-    /// Most attempts one claim loop adds to its process's in flight (see
+    /// Most attempts one worker adds to its process's in flight (see
     /// [`DEFAULT_BATCH`]).
     pub batch: usize,
     /// How often an idle loop looks for work other processes added.

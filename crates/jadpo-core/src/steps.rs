@@ -34,7 +34,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::{Arc, Mutex};
 
 /// What the steps tell whoever drives or watches them: work that is due now (the
-/// live driver wakes its idle claim loops), deliveries claimed and attempts
+/// live driver claims again when idle), deliveries claimed and attempts
 /// recorded (the metrics). Every method does nothing unless overridden; the
 /// virtual-time driver attaches none.
 pub trait Observer: Send + Sync {
@@ -166,7 +166,7 @@ pub struct DueClaim {
     /// The store's report of the claim.
     pub report: ClaimReport,
     /// Due deliveries left for later (a slot frees when an attempt concludes,
-    /// which wakes the claim loops).
+    /// which wakes the live driver's claims).
     pub waiting: usize,
 }
 
@@ -708,7 +708,7 @@ impl Runtime {
 
     /// Expand up to `limit` events written in SQL at `now_ms`: each gets its
     /// deliveries, due at once, or is kept invalid with the reason (logged);
-    /// claim loops are woken for the new deliveries.
+    /// the live driver claims again for the new deliveries.
     pub fn expand_events(&self, now_ms: i64, limit: usize) -> Result<ExpandReport, StoreError> {
         let report = self.store.expand_events(now_ms, limit, &mut |e| self.expansion(e))?;
         for e in &report.invalid {

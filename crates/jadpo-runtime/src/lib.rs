@@ -1,7 +1,7 @@
 //! The jadpo outbox's live driver and its store's opening:
 //!
-//! - [`live`]: the tokio claim loops, committer and tick of `jadpoc run`, over the
-//!   core's steps.
+//! - [`live`]: `jadpoc run`'s state machine (claims, records, the tick) and
+//!   the async shell that performs what it decides, over the core's steps.
 //! - [`store`]: opening a store from where it is (a path is SQLite, a
 //!   `postgres://` URL PostgreSQL).
 //! - [`scenario`]: `jadpoc test`'s runs, the core's virtual-time driver on an
