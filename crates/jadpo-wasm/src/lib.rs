@@ -33,7 +33,7 @@ fn sources(text: &str) -> Vec<SourceFile> {
 /// `jadpoc check --format json` of the buffer.
 pub fn check(text: &str) -> CheckReport {
     let files = sources(text);
-    let checked = jadpo_check::check(&files, Lower::No);
+    let checked = jadpo_check::check(&files, Lower::DiagnosticsOnly);
     check_report(&files, &checked)
 }
 

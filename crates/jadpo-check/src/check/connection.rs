@@ -1,7 +1,7 @@
 //! Connections: a provider's url, time limit, re-sends, headers, concurrency, TLS
 //! settings and how calls are signed.
 
-use super::{Cx, Lower, Resolved};
+use super::{Cx, Resolved};
 use crate::budget::*;
 use crate::diagnostic::Diagnostic;
 use crate::program::{self as p, RESERVED_HEADERS, WHSEC_PREFIX};
@@ -32,7 +32,7 @@ fn env_var<'v>(args: &'v [Value<'_>]) -> Option<&'v str> {
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn connection(&mut self, index: usize, file: usize, decl: &Decl<'a>, block: &Block<'a>) {
-        let errors_before = self.error_count();
+        let errors_before = self.errors_if_lowering();
         let keys = self.keys(file, decl, block, KEYS, &[]);
         let mut url = String::new();
         match keys.get("url") {
@@ -71,7 +71,7 @@ impl<'a> Cx<'_, 'a> {
         let tls = keys.get("tls").and_then(|e| self.tls(file, e, &url));
         let signing = keys.get("signing").and_then(|e| self.signing(file, e));
         let rate = self.rate(file, keys.get("rate"), keys.get("burst"));
-        if self.lower == Lower::Yes && self.error_count() == errors_before {
+        if self.clean_since(errors_before) {
             let connection = p::Connection {
                 name: decl.name.text.to_string(),
                 url,

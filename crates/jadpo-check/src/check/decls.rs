@@ -83,8 +83,8 @@ impl<'a> Cx<'_, 'a> {
         if let Some(d) = default {
             let literal = match (ty.base, &d.kind) {
                 (p::BaseType::Int | p::BaseType::Float, ValueKind::Int(n)) => Some(p::Literal::Int(*n)),
-                (p::BaseType::String, ValueKind::Str(s)) => Some(p::Literal::String(s.to_string())),
-                (p::BaseType::Time, ValueKind::Str(s)) if p::is_timestamp(s) => Some(p::Literal::String(s.to_string())),
+                (p::BaseType::String, ValueKind::Str(s)) => Some(p::Literal::String(self.owned(s))),
+                (p::BaseType::Time, ValueKind::Str(s)) if p::is_timestamp(s) => Some(p::Literal::String(self.owned(s))),
                 (p::BaseType::Bool, ValueKind::Bool(b)) => Some(p::Literal::Bool(*b)),
                 _ => None,
             };
@@ -296,11 +296,11 @@ impl<'a> Cx<'_, 'a> {
                 .unwrap_or(DEFAULT_RUN_TIMEOUT_MS),
             None => DEFAULT_RUN_TIMEOUT_MS,
         };
-        let errors_before = self.error_count();
+        let errors_before = self.errors_if_lowering();
         let filter = keys.get("where").and_then(|e| self.condition(file, &e.value, event));
         let order_by = keys.get("order_by").and_then(|e| self.order_by(file, &e.value, event));
         if let (Some(event), Some(call)) = (event, call)
-            && self.error_count() == errors_before
+            && self.clean_since(errors_before)
         {
             self.keep(index, Resolved::Subscriber { event, call, budget, timeout_ms, filter, order_by });
         }

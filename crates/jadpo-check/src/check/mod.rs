@@ -57,14 +57,16 @@ impl Checked {
 /// What a check builds beside its diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lower {
-    /// The [`Program`], after a clean check (`jadpoc run`, `test`, `plan`), and the
-    /// whole symbol index.
+    /// The [`Program`], after a clean check (`jadpoc run`, `test`, `plan`, `diff`),
+    /// and the whole symbol index.
     Yes,
-    /// The whole symbol index, but no program (the language server, the playground).
+    /// The whole symbol index and what [`check_again`] reuses after an edit, but
+    /// no program: the language server. Nothing only lowering needs is made.
     No,
-    /// The diagnostics alone (`jadpoc check`): the index is left empty. It is the
-    /// checker's output, never read to decide a diagnostic, and a large program's
-    /// holds hundreds of thousands of definitions and references.
+    /// The diagnostics alone (`jadpoc check`, the playground's check, `jadpoc
+    /// fmt`'s syntax errors): the index is left empty. It is the checker's output,
+    /// never read to decide a diagnostic, and a large program's holds hundreds of
+    /// thousands of definitions and references.
     DiagnosticsOnly,
 }
 
@@ -371,6 +373,19 @@ impl<'d, 'a> Cx<'d, 'a> {
 
     fn error_count(&self) -> usize {
         self.diags.iter().filter(|d| d.severity() == Severity::Error).count()
+    }
+
+    /// The errors so far, when a program will be built: what a declaration
+    /// resolved to is kept only when checking it added none. `None` otherwise, as
+    /// counting reads every diagnostic so far and only lowering needs the count.
+    fn errors_if_lowering(&self) -> Option<usize> {
+        (self.lower == Lower::Yes).then(|| self.error_count())
+    }
+
+    /// Whether a program will be built and no error came since `before` (from
+    /// [`Cx::errors_if_lowering`]).
+    fn clean_since(&self, before: Option<usize>) -> bool {
+        before.is_some_and(|n| n == self.error_count())
     }
 
     fn check_all(&mut self) {

@@ -19,7 +19,7 @@ pub(super) struct PendingTest {
 
 impl<'a> Cx<'_, 'a> {
     pub(super) fn test(&mut self, _index: usize, file: usize, decl: &Decl<'a>, title: &str, steps: &[Step<'a>]) {
-        let errors_before = self.error_count();
+        let errors_before = self.errors_if_lowering();
         let mut lowered = Vec::with_capacity(steps.len());
         let mut faked: Vec<usize> = Vec::new();
         let mut emitted: Vec<(usize, Name<'a>)> = Vec::new();
@@ -67,7 +67,7 @@ impl<'a> Cx<'_, 'a> {
             }
         }
         self.missing_fakes(file, &faked, &emitted);
-        if self.error_count() == errors_before {
+        if self.clean_since(errors_before) {
             self.tests.push(PendingTest { file, offset: decl.span.start, name: title.to_string(), steps: lowered });
         }
     }
@@ -224,7 +224,7 @@ impl<'a> Cx<'_, 'a> {
                 continue;
             };
             let (found, literal) = match &entry.value.kind {
-                ValueKind::Str(s) => (BaseType::String, p::Literal::String(s.to_string())),
+                ValueKind::Str(s) => (BaseType::String, p::Literal::String(self.owned(s))),
                 ValueKind::Int(n) => (BaseType::Int, p::Literal::Int(*n)),
                 ValueKind::Bool(b) => (BaseType::Bool, p::Literal::Bool(*b)),
                 other => {
@@ -262,7 +262,7 @@ impl<'a> Cx<'_, 'a> {
                 ok = false;
                 continue;
             }
-            out.push((key.to_string(), literal));
+            out.push((self.owned(key), literal));
         }
         let missing: Vec<&str> = fields
             .iter()

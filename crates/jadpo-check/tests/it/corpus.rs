@@ -21,17 +21,24 @@ fn read_program(files: &[PathBuf]) -> Vec<SourceFile> {
         .collect()
 }
 
-/// The diagnostics as `FILE:LINE:COL CODE` lines.
-fn actual(sources: &[SourceFile]) -> Vec<String> {
+/// The diagnostics as `FILE:LINE:COL CODE` lines, and the kinds of check (by
+/// what they build beside the diagnostics) whose diagnostics are not exactly
+/// those of the check that lowers: what a check builds changes none.
+fn actual(sources: &[SourceFile]) -> (Vec<String>, Vec<Lower>) {
     let checked = check(sources, Lower::Yes);
-    checked
+    let differ = [Lower::No, Lower::DiagnosticsOnly]
+        .into_iter()
+        .filter(|&lower| check(sources, lower).diagnostics != checked.diagnostics)
+        .collect();
+    let lines = checked
         .diagnostics
         .iter()
         .map(|d| {
             let at = LineIndex::new(&sources[d.file].text).position(d.span.start);
             format!("{}:{}:{} {}", sources[d.file].name, at.line, at.column, d.code)
         })
-        .collect()
+        .collect();
+    (lines, differ)
 }
 
 #[test]
@@ -61,9 +68,12 @@ fn corpus() {
             std::fs::read_to_string(expected_path).unwrap_or_else(|e| panic!("{}: {e}", expected_path.display()));
         let expected: Vec<String> =
             expected.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
-        let found = actual(&read_program(files));
+        let (found, differ) = actual(&read_program(files));
         if found != expected {
             failures.push(format!("{name}:\n  expected: {expected:?}\n  found:    {found:?}"));
+        }
+        if !differ.is_empty() {
+            failures.push(format!("{name}: the checks for {differ:?} report otherwise than one that lowers"));
         }
     }
     assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));

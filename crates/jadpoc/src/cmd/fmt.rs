@@ -143,7 +143,7 @@ fn format_or_report(source: &SourceFile, outcome: &mut Outcome) -> Option<String
             // The checker turns syntax errors into coded diagnostics; only those are
             // shown, since one file alone may not resolve its names.
             let sources = std::slice::from_ref(source);
-            let mut checked: Checked = check(sources, Lower::No);
+            let mut checked: Checked = check(sources, Lower::DiagnosticsOnly);
             checked.diagnostics.retain(|d| d.code.as_str().starts_with("syntax."));
             let color = render::use_color(&std::io::stderr());
             eprint!("{}", render::human(sources, &checked, color));
