@@ -102,10 +102,11 @@ pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
     if e.is_closed() {
         return StoreError::ConnectionLost { message: e.to_string() };
     }
-    match e.as_db_error() {
-        Some(db) => db_error(db.code(), db.message()),
-        None => StoreError::Database { message: e.to_string() },
-    }
+    let Some(db) = e.as_db_error() else {
+        return StoreError::Database { message: e.to_string(), source: Some(Box::new(e)) };
+    };
+    let (code, message) = (db.code().clone(), db.message().to_string());
+    db_error(&code, &message, e)
 }
 
 /// The error for the server's answer `message` with SQLSTATE `code`. A full disk
@@ -113,14 +114,14 @@ pub(crate) fn pg_error(e: postgres::Error) -> StoreError {
 /// `default_transaction_read_only`) are the errors SQLite's store gives for its
 /// file, with the same words; they name their store once it is known
 /// ([`PgStore::named`], at the store's edge), as the statements that meet them do
-/// not know it.
-fn db_error(code: &SqlState, message: &str) -> StoreError {
+/// not know it. `source` is the driver's error the answer came in.
+fn db_error(code: &SqlState, message: &str, source: postgres::Error) -> StoreError {
     if *code == SqlState::DISK_FULL {
         StoreError::Full { path: String::new() }
     } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
         StoreError::ReadOnly { path: String::new() }
     } else {
-        StoreError::Database { message: format!("{}: {message}", code.code()) }
+        StoreError::Database { message: format!("{}: {message}", code.code()), source: Some(Box::new(source)) }
     }
 }
 

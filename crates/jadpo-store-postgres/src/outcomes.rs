@@ -186,8 +186,8 @@ fn count_outcomes(tx: &mut Transaction<'_>, written: &[&Recorded], raise: &dyn R
             rows.remove(r.connection.as_str());
         }
         if !counted {
-            return Err(StoreError::Database {
-                message: format!("the breaker of `{}` kept changing under this outcome's count", r.connection),
+            return Err(StoreError::Contended {
+                what: format!("the breaker of `{}` kept changing under this outcome's count", r.connection),
             });
         }
     }

@@ -59,9 +59,10 @@ pub(super) fn listen(location: PgLocation, stop: Arc<AtomicBool>, wake: Waker) -
             }
         }
     });
-    spawned
-        .map(|_| true)
-        .map_err(|e| StoreError::Database { message: format!("cannot start the listening thread: {e}") })
+    spawned.map(|_| true).map_err(|e| StoreError::Database {
+        message: format!("cannot start the listening thread: {e}"),
+        source: Some(Box::new(e)),
+    })
 }
 
 fn listening(location: &PgLocation) -> Result<Client, StoreError> {

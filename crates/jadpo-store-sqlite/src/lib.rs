@@ -107,7 +107,7 @@ impl From<Error> for StoreError {
             {
                 StoreError::Constraint { message: message.unwrap_or_else(|| f.to_string()) }
             }
-            Error::Sqlite(e) => StoreError::Database { message: e.to_string() },
+            Error::Sqlite(e) => StoreError::Database { message: e.to_string(), source: Some(Box::new(e)) },
         }
     }
 }

@@ -33,7 +33,8 @@ impl SqliteRows<'_> {
         result.map_err(|e| match e {
             Error::Store(e) => e,
             Error::Sqlite(e) => {
-                let shown = StoreError::Database { message: e.to_string() };
+                // Kept whole below; the caller sees the kept error, not this one.
+                let shown = StoreError::Database { message: e.to_string(), source: None };
                 self.failed.get_or_insert(Error::Sqlite(e));
                 shown
             }

@@ -550,3 +550,11 @@ fn a_program_without_schedules_starts_without_the_write_lock() {
         "a schedule to write waits for the lock, and gives up"
     );
 }
+
+#[test]
+fn a_database_error_keeps_the_drivers_error_as_its_source() {
+    let e: jadpo_core::store::StoreError = super::Error::Sqlite(rusqlite::Error::InvalidQuery).into();
+    assert_eq!(e.to_string(), "store error: Query is not read-only");
+    let source = std::error::Error::source(&e).expect("the driver's error");
+    assert!(source.downcast_ref::<rusqlite::Error>().is_some(), "{source:?}");
+}

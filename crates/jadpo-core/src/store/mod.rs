@@ -199,9 +199,14 @@ pub enum StoreError {
     Database {
         /// The driver's words (PostgreSQL's prefixed by its SQLSTATE).
         message: String,
+        /// The driver's error itself, for a caller that looks into it (none
+        /// where the store's own words say all).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
-    /// Other processes kept changing a row under an operator's change, past
-    /// every try ([`rows::CHANGE_TRIES`]); nothing was changed.
+    /// Other processes kept changing a row under a change (an operator's,
+    /// past [`rows::CHANGE_TRIES`] tries; an outcome's count of its breaker),
+    /// and the change gave up; nothing was changed.
     #[error("{what}; no change was made")]
     Contended {
         /// What kept changing, and under which change.
