@@ -323,9 +323,15 @@ pub(super) fn held(tx: &Tx<'_>, which: HeldSet<'_>) -> Result<Vec<HeldRow>, Erro
 
 /// Release the connection's held deliveries, due at `now_ms`. Returns how many.
 pub(super) fn release_held(tx: &Tx<'_>, connection: &str, now_ms: i64) -> Result<u64, Error> {
+    release(tx, &held(tx, HeldSet::Of { connection, one: None })?, now_ms)
+}
+
+/// Release held deliveries as read, each by [`release_one`]. Returns how many
+/// were as read and changed.
+pub(super) fn release(tx: &Tx<'_>, rows: &[HeldRow], now_ms: i64) -> Result<u64, Error> {
     let mut released = 0;
-    for row in held(tx, HeldSet::Of { connection, one: None })? {
-        if release_one(tx, &row, now_ms)? {
+    for row in rows {
+        if release_one(tx, row, now_ms)? {
             released += 1;
         }
     }

@@ -79,14 +79,8 @@ impl Rows for SqliteRows<'_> {
     }
 
     fn release(&mut self, rows: &[HeldRow], now_ms: i64) -> Result<u64, StoreError> {
-        let mut released = 0;
-        for row in rows {
-            let one = breakers::release_one(self.tx, row, now_ms);
-            if self.kept(one)? {
-                released += 1;
-            }
-        }
-        Ok(released)
+        let released = breakers::release(self.tx, rows, now_ms);
+        self.kept(released)
     }
 
     fn held_longest(&mut self, connection: &str) -> Result<Option<LongestHeld>, StoreError> {
